@@ -1,0 +1,40 @@
+"""The exercise bank: every exercise of the course, declared once, keyed by id ("01.batch_bytes").
+
+Each lesson module exports ``EXERCISES``; add a module to ``LESSON_MODULES`` to register it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from course_utils.exercise import Exercise
+
+LESSON_MODULES = ("lesson00", "lesson01")
+
+
+@cache
+def _all() -> dict[str, Exercise]:
+    found: dict[str, Exercise] = {}
+    for name in LESSON_MODULES:
+        module = importlib.import_module(f"course_utils.bank.{name}")
+        for ex in module.EXERCISES:
+            if ex.id in found:
+                raise ValueError(f"exercise id {ex.id} declared twice")
+            found[ex.id] = ex
+    return found
+
+
+def get(exercise_id: str) -> Exercise:
+    """The exercise with this id (KeyError when there is none)."""
+    return _all()[exercise_id]
+
+
+def ids() -> list[str]:
+    """Every exercise id, sorted."""
+    return sorted(_all())
+
+
+def for_lesson(lesson: str) -> list[Exercise]:
+    """The exercises of one lesson ("01")."""
+    return [ex for ex in _all().values() if ex.lesson == lesson]

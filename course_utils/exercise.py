@@ -1,0 +1,83 @@
+"""How an exercise is declared: once, with its reference, cases, hints and mutants.
+
+Lesson 00 explains the format to learners; ``course_utils.bank`` holds the declarations.
+A *case* is one call of the learner's function. Fixed cases cover the edges an author chose;
+random cases are drawn from a seed at check time, so an answer cannot be tuned to a list.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call: a label shown on failure, positional and keyword arguments."""
+
+    label: str
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+    def fresh_args(self) -> tuple[tuple, dict]:
+        """Deep copies, so neither side sees the other's in-place changes (strides are kept)."""
+        return copy.deepcopy(self.args), copy.deepcopy(self.kwargs)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call did: returned ``value`` or raised ``error``."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+def run(fn: Callable, case: Case) -> Outcome:
+    """Call ``fn`` on a fresh copy of the case's arguments and capture the result or error."""
+    args, kwargs = case.fresh_args()
+    try:
+        return Outcome(value=fn(*args, **kwargs))
+    except Exception as err:  # noqa: BLE001 - the error is the outcome being graded
+        return Outcome(error=err)
+
+
+Judge = Callable[[Outcome, Outcome, Case], "str | None"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise's single declaration.
+
+    ``fixed`` builds the author's cases; ``random`` builds one case from a ``random.Random``
+    (seeded by the checker); ``judge`` replaces the default comparison when behaviour, not a
+    value, is graded (e.g. "raises an error naming both devices"). ``mutants`` are wrong answers
+    learners really write: the test suite proves each one is rejected.
+    """
+
+    id: str
+    title: str
+    reference: Callable
+    fixed: Callable[[], Sequence[Case]]
+    random: Callable[[random.Random], Case] | None = None
+    n_random: int = 20
+    atol: float = 1e-6
+    rtol: float = 1e-5
+    hints: tuple[str, ...] = ()
+    mutants: dict[str, Callable] = field(default_factory=dict)
+    judge: Judge | None = None
+
+    @property
+    def lesson(self) -> str:
+        """The two-digit lesson number the id starts with ("01.batch_bytes" -> "01")."""
+        return self.id.split(".", 1)[0]
+
+    def cases(self, seed: int) -> list[Case]:
+        """Fixed cases first, then ``n_random`` cases drawn from ``seed``."""
+        out = list(self.fixed())
+        if self.random is not None:
+            rng = random.Random(seed)
+            out += [self.random(rng) for _ in range(self.n_random)]
+        return out
