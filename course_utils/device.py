@@ -211,3 +211,19 @@ def require_same_device(model: torch.nn.Module | torch.Tensor, *tensors: torch.T
                 f"the model is on {where} but input {i} is on {t.device}: "
                 f"move them together, e.g. input = input.to({str(where)!r})")
     return where
+
+
+def summary(facts: Probe | None = None) -> str:
+    """The lesson header line: torch version and the chosen device with the reason."""
+    p = facts or probe()
+    choice = decide(os.environ.get(DEVICE_VAR), p)
+    return f"torch {p.torch_version} | device: {choice.device} ({choice.reason})"
+
+
+def float64_works(device: torch.device | str) -> bool:
+    """Whether ``device`` can hold a float64 tensor (MPS cannot: facts §1)."""
+    try:
+        torch.zeros(1, dtype=torch.float64, device=device)
+        return True
+    except (TypeError, RuntimeError):
+        return False

@@ -123,3 +123,12 @@ def rows() -> list[tuple[str, str, str, str]]:
         status = "complete" if q.get("complete") else "quiz below 75%"
         out.append((f"quiz {lesson}", status, str(q["attempts"]), f"best {q['best']:.0%}"))
     return out
+
+
+def status(exercise_id: str) -> str:
+    """One line on an exercise: passed or not, and how many checks it took."""
+    entry = load()["exercises"].get(exercise_id)
+    if entry is None:
+        return f"{exercise_id}: not attempted"
+    state = "passed" if entry["passed"] else "not passed yet"
+    return f"{exercise_id}: {state} after {entry['attempts']} check(s)"

@@ -38,3 +38,19 @@ def ids() -> list[str]:
 def for_lesson(lesson: str) -> list[Exercise]:
     """The exercises of one lesson ("01")."""
     return [ex for ex in _all().values() if ex.lesson == lesson]
+
+
+def quiz(lesson: str):
+    """The mastery quiz of a lesson; each lesson module exports one as ``QUIZ``."""
+    lesson = lesson.zfill(2)
+    for name in LESSON_MODULES:
+        module = importlib.import_module(f"course_utils.bank.{name}")
+        if getattr(module, "QUIZ", None) is not None and module.QUIZ.lesson == lesson:
+            return module.QUIZ
+    raise KeyError(f"no quiz for lesson '{lesson}'")
+
+
+def quizzes() -> list:
+    """Every lesson's quiz."""
+    found = [importlib.import_module(f"course_utils.bank.{n}") for n in LESSON_MODULES]
+    return [m.QUIZ for m in found if getattr(m, "QUIZ", None) is not None]

@@ -1,0 +1,141 @@
+"""Set up the course and then open JupyterLab or run the tests: the README's two commands.
+
+    python3 course_utils/bootstrap.py lab     # set up, open JupyterLab at lesson 00
+    python3 course_utils/bootstrap.py test    # set up, run the whole test suite
+
+Standard library only: it runs before anything is installed. Setup makes ``.venv`` next to this
+repository and installs the course with ``constraints.txt`` (torch pinned, so no step can pull a
+CUDA build). It is idempotent: a stamp of the inputs' hash makes a second run install nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = Path(os.environ.get("MPS_DETECTIVE_VENV", ROOT / ".venv"))
+CONSTRAINTS = ROOT / "course_utils" / "constraints.txt"
+STAMP = VENV / ".mps-detective-stamp"
+SCRATCH = ROOT / "build" / "test-home"
+
+
+def say(message: str) -> None:
+    print(f"[setup] {message}", flush=True)
+
+
+def venv_bin(name: str) -> Path:
+    """A program inside the course's virtual environment."""
+    folder = "Scripts" if os.name == "nt" else "bin"
+    suffix = ".exe" if os.name == "nt" else ""
+    return VENV / folder / f"{name}{suffix}"
+
+
+def inputs_hash() -> str:
+    """What the environment is built from: changing any of these triggers a reinstall."""
+    digest = hashlib.sha256(sys.version.encode())
+    for path in (ROOT / "pyproject.toml", CONSTRAINTS):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def run(*cmd: str | Path, env: dict | None = None) -> int:
+    """Run a command from the repository root, streaming its output."""
+    return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
+
+
+def pip(*args: str) -> None:
+    code = run(venv_bin("python"), "-m", "pip", "install", "--quiet", "-c", CONSTRAINTS, *args)
+    if code:
+        sys.exit(f"[setup] pip install {' '.join(args)} failed (exit {code}); see the output above")
+
+
+def setup() -> None:
+    """Create .venv and install the course unless the stamp says it is current."""
+    if sys.version_info < (3, 10):
+        sys.exit(f"[setup] Python >= 3.10 is needed; this is {sys.version.split()[0]}. "
+                 "Run the command with a newer python3.")
+    wanted = inputs_hash()
+    if STAMP.exists() and STAMP.read_text() == wanted and venv_bin("course").exists():
+        say(f"environment in {VENV.name} is up to date; nothing to install")
+        return
+    start = time.monotonic()
+    if not venv_bin("python").exists():
+        say(f"creating the virtual environment {VENV}")
+        if run(sys.executable, "-m", "venv", VENV):
+            sys.exit("[setup] could not create the virtual environment")
+    say("installing torch 2.13.0 first (pinned: nothing later may replace it)")
+    pip("torch==2.13.0")
+    say("installing the course and its tools (JupyterLab, ipywidgets, nbval, pytest, ...)")
+    pip("-e", f"{ROOT}[dev]")
+    STAMP.write_text(wanted)
+    say(f"done in {time.monotonic() - start:.0f} s")
+
+
+def scratch_env() -> dict:
+    """Keep Jupyter, IPython, matplotlib and progress files of a test run out of $HOME."""
+    env = dict(os.environ)
+    for var, sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
+                     ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
+                     ("MPLCONFIGDIR", "matplotlib"), ("MPS_DETECTIVE_HOME", "progress")):
+        env[var] = str(SCRATCH / sub)
+        (SCRATCH / sub).mkdir(parents=True, exist_ok=True)
+    env.pop("MPLBACKEND", None)  # an Agg backend around kernels makes figures vanish from outputs
+    env["MPS_DETECTIVE_DEVICE"] = "cpu"  # stored outputs come from the CPU reference run
+    return env
+
+
+TEST_STAGES = (
+    ("lint", ("ruff", "check", "course_utils", "tests")),
+    ("exercises/ in sync with solutions/", ("course", "build-exercises", "--check")),
+    ("unit tests + lessons and solutions (strict nbval)",
+     ("pytest", "tests", "notebooks", "solutions", "--nbval", "--nbval-current-env",
+      "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-cell-timeout", "180",
+      "-n", "2", "--dist", "loadfile")),
+    ("exercise notebooks, unsolved (nbval-lax)",
+     ("pytest", "exercises", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "180",
+      "-n", "2", "--dist", "loadfile")),
+)
+
+
+def test() -> int:
+    """Run every stage; report each; exit non-zero if any failed."""
+    env, failed = scratch_env(), []
+    for name, (program, *args) in TEST_STAGES:
+        say(f"test stage: {name}")
+        start = time.monotonic()
+        code = run(venv_bin(program), *args, env=env)
+        say(f"  {name}: {'ok' if code == 0 else f'FAILED (exit {code})'} "
+            f"in {time.monotonic() - start:.0f} s")
+        if code:
+            failed.append(name)
+    if failed:
+        say(f"failed stages: {', '.join(failed)}")
+        return 1
+    say("all test stages passed")
+    return 0
+
+
+def lab(extra: list[str]) -> int:
+    """Open JupyterLab at lesson 00 (extra arguments go to `jupyter lab`)."""
+    return run(venv_bin("course"), "lab", *extra)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("lab", "test", "setup"):
+        print(__doc__)
+        return 2
+    setup()
+    if argv[0] == "test":
+        return test()
+    if argv[0] == "lab":
+        return lab(argv[1:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

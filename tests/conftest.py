@@ -1,0 +1,27 @@
+"""Shared test setup: nothing a test does may touch the real user's progress or $HOME."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Kernels started by tests (nbclient, nbval) inherit these; set once, before any kernel starts.
+_SCRATCH = Path(tempfile.mkdtemp(prefix="mps-detective-tests-"))
+for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
+             "MPLCONFIGDIR"):
+    os.environ.setdefault(_var, str(_SCRATCH / _var.lower()))
+os.environ.setdefault("MPS_DETECTIVE_HOME", str(_SCRATCH / "progress"))
+os.environ.pop("MPLBACKEND", None)
+
+
+@pytest.fixture(autouse=True)
+def progress_home(tmp_path, monkeypatch) -> Path:
+    """Each test gets an empty progress folder."""
+    home = tmp_path / "progress-home"
+    monkeypatch.setenv("MPS_DETECTIVE_HOME", str(home))
+    return home

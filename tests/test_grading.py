@@ -1,0 +1,83 @@
+"""Does check() pass, fail, explain and record exactly as lesson 00 promises?"""
+
+import json
+
+import pytest
+
+from course_utils import CheckFailed, check, hint, progress
+from course_utils.bank import lesson01
+
+
+def test_a_correct_answer_prints_one_pass_line_and_records_progress(capsys):
+    check("01.batch_bytes", lesson01.batch_bytes)
+    out = capsys.readouterr().out
+    assert out == "✔ 01.batch_bytes passed: 6 fixed + 20 random cases.\n"
+    assert progress.load()["exercises"]["01.batch_bytes"]["passed"] is True
+
+
+def test_a_wrong_answer_raises_with_case_expected_got_and_first_hint():
+    with pytest.raises(CheckFailed) as info:
+        check("01.batch_bytes", lambda shape, dtype: 0, seed=3)
+    err = info.value
+    assert err.case_label == "lesson 01's batch (32, 128, 768) float32"
+    assert err.expected == "12582912" and err.got == "0"
+    text = str(err)
+    assert "expected: 12582912" in text and "got:      0" in text and "hint:" in text
+    assert "seed=3" in text
+    assert progress.load()["exercises"]["01.batch_bytes"] == {"attempts": 1, "passed": False,
+                                                               "last": "fail"}
+
+
+def test_a_failure_renders_without_a_stack_trace_in_ipython():
+    with pytest.raises(CheckFailed) as info:
+        check("01.batch_bytes", lambda shape, dtype: 0, seed=3)
+    rendered = info.value._render_traceback_()
+    assert rendered[0].startswith("CheckFailed: 01.batch_bytes: failed")
+    assert not any("File " in line for line in rendered)
+
+
+def test_an_unsolved_stub_raises_not_implemented_with_the_exercise_id():
+    def stub(shape, dtype):
+        raise NotImplementedError("01.batch_bytes: your code here")
+
+    with pytest.raises(NotImplementedError, match="01.batch_bytes is not solved yet"):
+        check("01.batch_bytes", stub)
+
+
+def test_a_mistyped_id_suggests_the_close_ones():
+    with pytest.raises(KeyError, match="Did you mean 01.batch_bytes"):
+        check("01.batch_byte", lesson01.batch_bytes)
+
+
+def test_passing_a_value_instead_of_a_function_is_a_clear_type_error():
+    with pytest.raises(TypeError, match="answer must be your function"):
+        check("01.batch_bytes", 12582912)
+
+
+def test_an_answer_that_mutates_its_input_cannot_corrupt_the_reference():
+    def greedy(model):
+        for p in model.parameters():
+            p.requires_grad_(True)
+        return sum(p.numel() for p in model.parameters())
+
+    with pytest.raises(CheckFailed):
+        check("00.count_params", greedy, seed=1)
+
+
+def test_hints_climb_the_ladder_and_stop_at_the_last(capsys):
+    for _ in range(4):
+        hint("01.batch_bytes")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" for")[0] for line in lines] == ["Hint 1/3", "Hint 2/3", "Hint 3/3",
+                                                         "Hint 3/3"]
+    assert lines[-1].endswith(lesson01.EXERCISES[2].hints[-1]) and "(last hint)" in lines[-1]
+
+
+def test_check_writes_its_result_to_the_log_course_check_reads(tmp_path, monkeypatch):
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("MPS_DETECTIVE_CHECK_LOG", str(log))
+    check("01.batch_bytes", lesson01.batch_bytes)
+    with pytest.raises(CheckFailed):
+        check("01.batch_bytes", lambda s, d: 1)
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["result"] for e in entries] == ["pass", "fail"]

@@ -1,0 +1,53 @@
+"""Do quizzes score, explain, record progress, and work from the widget?"""
+
+import pytest
+
+from course_utils import progress
+from course_utils.quiz import Question, Quiz, quiz
+
+
+def test_grading_records_the_score_and_75_percent_completes():
+    q = quiz("01")
+    right = [question.answer for question in q.questions]
+    assert q.grade(right) == 1.0
+    wrong_two = [None, None] + right[2:]
+    assert q.grade(wrong_two) == pytest.approx(0.6)
+    entry = progress.load()["quizzes"]["01"]
+    assert entry["best"] == 1.0 and entry["complete"] is True and entry["attempts"] == 2
+
+
+def test_feedback_marks_each_question_and_explains():
+    q = quiz("00")
+    lines = q.feedback([q.questions[0].answer, None, None, None])
+    assert lines[0].startswith("✔ Q1") and lines[1].startswith("✘ Q2")
+
+
+def test_a_wrong_number_of_answers_is_an_error():
+    with pytest.raises(ValueError, match="has 5 questions, got 1"):
+        quiz("01").grade([0])
+
+
+def test_an_answer_key_outside_the_choices_is_rejected_when_declared():
+    with pytest.raises(ValueError, match="not a choice"):
+        Question("?", ("a", "b"), 2, "why")
+
+
+def test_the_widget_submit_button_scores_and_records():
+    q = Quiz("99", [Question("2+2?", ("3", "4"), 1, "arithmetic")])
+    box = q.widget()
+    radio, submit, out = box.children[1], box.children[2], box.children[3]
+    radio.index = 1
+    submit.click()
+    assert progress.load()["quizzes"]["99"]["best"] == 1.0
+    assert "Score: 100%" in out.outputs[0]["text"]
+
+
+def test_the_display_has_a_short_text_stand_in_for_nbval():
+    bundle = quiz("01")._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("Quiz 01: 5 questions")
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_an_unknown_lesson_has_no_quiz():
+    with pytest.raises(KeyError, match="no quiz for lesson '42'"):
+        quiz("42")
