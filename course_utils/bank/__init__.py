@@ -1,16 +1,19 @@
 """The exercise bank: every exercise of the course, declared once, keyed by id ("01.batch_bytes").
 
-Each lesson module exports ``EXERCISES``; add a module to ``LESSON_MODULES`` to register it.
+Each lesson module ``lessonNN.py`` in this package exports ``EXERCISES`` (and usually ``QUIZ``);
+modules are discovered by name, so a new lesson registers itself by existing.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from functools import cache
 
 from course_utils.exercise import Exercise
 
-LESSON_MODULES = ("lesson00", "lesson01")
+LESSON_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
+                              if m.name.startswith("lesson")))
 
 
 @cache
