@@ -14,6 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def pip(*args: str) -> None:
 
 def setup() -> None:
     """Create .venv and install the course unless the stamp says it is current."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - this file must run on old Pythons to say so
         sys.exit(f"[setup] Python >= 3.10 is needed; this is {sys.version.split()[0]}. "
                  "Run the command with a newer python3.")
     wanted = inputs_hash()
@@ -81,9 +82,11 @@ def scratch_env() -> dict:
     env = dict(os.environ)
     for var, sub in (("JUPYTER_CONFIG_DIR", "jupyter-config"), ("JUPYTER_DATA_DIR", "jupyter-data"),
                      ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"), ("IPYTHONDIR", "ipython"),
-                     ("MPLCONFIGDIR", "matplotlib"), ("MPS_DETECTIVE_HOME", "progress")):
+                     ("MPLCONFIGDIR", "matplotlib")):
         env[var] = str(SCRATCH / sub)
         (SCRATCH / sub).mkdir(parents=True, exist_ok=True)
+    # A fresh, empty progress folder each run: hints and attempt counts start from zero.
+    env["MPS_DETECTIVE_HOME"] = tempfile.mkdtemp(prefix="progress-", dir=SCRATCH)
     env.pop("MPLBACKEND", None)  # an Agg backend around kernels makes figures vanish from outputs
     env["MPS_DETECTIVE_DEVICE"] = "cpu"  # stored outputs come from the CPU reference run
     return env

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ def _lab(args) -> int:
     root = course_root()
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
            "notebooks/00_start_here.ipynb", *args.jupyter_args]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
     print(f"opening JupyterLab at lesson 00 ({root / 'notebooks/00_start_here.ipynb'})")
     return subprocess.call(cmd, cwd=root)
 
@@ -76,8 +79,6 @@ def _build_exercises(args) -> int:
 
 
 def _run_notebooks(args) -> int:
-    import os
-
     from course_utils.bootstrap import scratch_env
     from course_utils.execute import execute_all
 
@@ -94,8 +95,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="course", description="MPS Detective course tools")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="check this machine's setup").set_defaults(fn=_doctor)
-    lab = sub.add_parser("lab", help="open JupyterLab at lesson 00")
-    lab.add_argument("jupyter_args", nargs=argparse.REMAINDER, help="passed to jupyter lab")
+    lab = sub.add_parser("lab", help="open JupyterLab at lesson 00 (other options go to jupyter)")
     lab.set_defaults(fn=_lab)
     st = sub.add_parser("start", help="copy exercise notebook NN into workspace/")
     st.add_argument("lesson", help="lesson number, e.g. 01")
@@ -118,7 +118,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``course`` console command."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command != "lab":
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = extra
     try:
         return args.fn(args)
     except (CourseError, KeyError) as err:

@@ -99,16 +99,14 @@ def _expected_ids(path: Path) -> list[str]:
 
 def check_notebook(path: Path, timeout: int = 300) -> list[Result]:
     """Run a learner's notebook in a fresh kernel (their file is not modified) and collect checks."""
-    from nbclient import NotebookClient
+    from course_utils.execute import client
 
     nb = read_notebook(path)
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "checks.jsonl"
         os.environ[course_utils.grading.CHECK_LOG_ENV] = str(log)
         try:
-            client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-                                    resources={"metadata": {"path": str(path.parent)}})
-            client.execute()
+            client(nb, path, timeout, allow_errors=True).execute()
         finally:
             os.environ.pop(course_utils.grading.CHECK_LOG_ENV, None)
         entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -38,7 +38,7 @@ def _fixed() -> list[Case]:
 
 def _random(rng: random.Random) -> Case:
     widths = [rng.randint(1, 12) for _ in range(rng.randint(2, 5))]
-    layers = [nn.Linear(a, b, bias=rng.random() < 0.7) for a, b in zip(widths, widths[1:])]
+    layers = [nn.Linear(a, b, bias=rng.random() < 0.7) for a, b in zip(widths, widths[1:], strict=False)]
     for layer in layers:
         if rng.random() < 0.3:
             layer.requires_grad_(False)

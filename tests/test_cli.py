@@ -1,0 +1,128 @@
+"""Does the course command keep a learner's work safe and explain every bad input?"""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from course_utils import cli
+from course_utils.learner import CourseError, check_notebook, lesson_notebook, start
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A throwaway copy of the course folders that `start` and `check` use."""
+    for folder in ("exercises", "solutions", "notebooks"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def test_start_copies_the_exercise_into_the_workspace(course):
+    target = start("1", root=course)
+    assert target == course / "workspace" / "01_mps_setup.ipynb"
+    assert target.read_bytes() == (course / "exercises" / "01_mps_setup.ipynb").read_bytes()
+
+
+def test_start_never_overwrites_a_learners_copy(course):
+    target = start("01", root=course)
+    target.write_text("my precious work")
+    with pytest.raises(CourseError, match="already exists and holds your work"):
+        start("01", root=course)
+    assert target.read_text() == "my precious work"
+
+
+def test_start_force_keeps_a_timestamped_backup_first(course):
+    target = start("01", root=course)
+    target.write_text("my precious work")
+    start("01", force=True, root=course)
+    (backup,) = (course / "workspace" / "backups").glob("01_mps_setup.*.ipynb")
+    assert backup.read_text() == "my precious work"
+    assert target.read_text() != "my precious work"
+
+
+def test_an_unknown_lesson_lists_the_lessons_there_are(course):
+    with pytest.raises(CourseError, match="no lesson '42' in exercises/; lessons there: 01"):
+        start("42", root=course)
+    assert lesson_notebook(course / "notebooks", "0").name == "00_start_here.ipynb"
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "no such file"),
+    ("{ not json", "not valid JSON"),
+    ('{"hello": 1}', "JSON but not a notebook"),
+    ('{"cells": "nope", "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', "malformed notebook"),
+])
+def test_check_explains_a_missing_or_broken_notebook(tmp_path, content, words):
+    path = tmp_path / "01_mps_setup.ipynb"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(CourseError, match=words):
+        check_notebook(path)
+
+
+@pytest.mark.slow
+def test_check_grades_the_solution_as_all_pass_and_leaves_the_file_untouched(course):
+    path = course / "solutions" / "01_mps_setup.ipynb"
+    before = path.read_bytes()
+    results = check_notebook(path)
+    assert {r.exercise_id: r.result for r in results} == {
+        "01.choose_device": "pass", "01.same_device": "pass", "01.batch_bytes": "pass",
+        "01.read_report": "pass"}
+    assert path.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_check_reports_unsolved_failed_and_unchecked_exercises(course):
+    path = start("01", root=course)
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:  # a wrong answer to batch_bytes; delete the read_report check
+        if "def batch_bytes" in cell.source:
+            cell.source = "def batch_bytes(shape, dtype):\n    return 4\n"
+        if 'check("01.read_report"' in cell.source:
+            cell.source = "pass"
+    nbformat.write(nb, path)
+    results = {r.exercise_id: r for r in check_notebook(path)}
+    assert results["01.choose_device"].result == "unsolved"
+    assert results["01.batch_bytes"].result == "fail"
+    assert "failed on case" in results["01.batch_bytes"].detail
+    assert results["01.read_report"].result == "not checked"
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "course_utils.cli", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_cli_errors_are_one_line_without_a_traceback(tmp_path):
+    done = run_cli("check", str(tmp_path / "nope.ipynb"))
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"course check: {tmp_path / 'nope.ipynb'}: no such file"
+
+
+def test_cli_rejects_unknown_options_except_for_lab():
+    assert run_cli("progress", "--bogus").returncode == 2
+
+
+def test_progress_prints_a_table(capsys):
+    from course_utils import progress
+
+    progress.record_attempt("01.batch_bytes", passed=True)
+    assert cli.main(["progress"]) == 0
+    out = capsys.readouterr().out
+    assert "01.batch_bytes" in out and "passed" in out
+
+
+def test_build_exercises_check_fails_on_a_stale_copy(course, monkeypatch, capsys):
+    monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(course))
+    assert cli.main(["build-exercises", "--check"]) == 0
+    nb = json.loads((course / "exercises" / "01_mps_setup.ipynb").read_text())
+    nb["cells"][1]["source"] = ["edited by hand"]
+    (course / "exercises" / "01_mps_setup.ipynb").write_text(json.dumps(nb))
+    assert cli.main(["build-exercises", "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+    assert cli.main(["build-exercises"]) == 0
+    assert cli.main(["build-exercises", "--check"]) == 0
