@@ -95,18 +95,41 @@ def scratch_env() -> dict:
 TEST_STAGES = (
     ("lint", ("ruff", "check", "course_utils", "tests")),
     ("exercises/ in sync with solutions/", ("course", "build-exercises", "--check")),
-    ("unit tests + lessons and solutions (strict nbval)",
+    ("unit tests, browser tests, lessons and solutions (strict nbval)",
      ("pytest", "tests", "notebooks", "solutions", "--nbval", "--nbval-current-env",
       "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-cell-timeout", "180",
-      "-n", "2", "--dist", "loadfile")),
+      "-n", "2", "--dist", "loadfile", "-rs")),
     ("exercise notebooks, unsolved (nbval-lax)",
      ("pytest", "exercises", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "180",
       "-n", "2", "--dist", "loadfile")),
 )
 
 
+CHROMIUM = "/usr/bin/chromium"
+
+
+def ensure_chromium() -> None:
+    """The browser tests need Debian's chromium: install it when missing and we can (root + apt)."""
+    if Path(CHROMIUM).exists():
+        return
+    if sys.platform != "linux" or not Path("/usr/bin/apt-get").exists():
+        say(f"no {CHROMIUM} and no apt-get here: the browser tests (tests/e2e) will be skipped")
+        return
+    if os.geteuid() != 0:
+        say("chromium is missing and installing it needs root (sudo apt-get install chromium): "
+            "the browser tests (tests/e2e) will be skipped")
+        return
+    say("installing Debian's chromium for the browser tests (apt-get, about 30 s)")
+    quiet = {"stdout": subprocess.DEVNULL}
+    if subprocess.call(["apt-get", "update", "-qq"], **quiet) or subprocess.call(
+            ["apt-get", "install", "-y", "-qq", "chromium"], **quiet,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}):
+        say("could not install chromium: the browser tests (tests/e2e) will be skipped")
+
+
 def test() -> int:
     """Run every stage; report each; exit non-zero if any failed."""
+    ensure_chromium()
     env, failed = scratch_env(), []
     for name, (program, *args) in TEST_STAGES:
         say(f"test stage: {name}")

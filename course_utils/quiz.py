@@ -7,6 +7,7 @@ scoring without a widget (tests and scripts).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,13 +28,23 @@ class Question:
             raise ValueError(f"answer {self.answer} is not a choice of: {self.prompt}")
 
 
+def _shuffled(question: Question, seed: str) -> Question:
+    """The same question with its choices in a fixed pseudo-random order (the key is never a
+    position a learner can learn); the seed is a string, so the order is the same in every run."""
+    order = list(range(len(question.choices)))
+    random.Random(seed).shuffle(order)
+    return Question(question.prompt, tuple(question.choices[i] for i in order),
+                    order.index(question.answer), question.why)
+
+
 class Quiz:
-    """A lesson's mastery quiz."""
+    """A lesson's mastery quiz; choices are shown in a fixed shuffled order."""
 
     def __init__(self, lesson: str, questions: Sequence[Question]):
         if not questions:
             raise ValueError(f"quiz {lesson} has no questions")
-        self.lesson, self.questions = lesson, tuple(questions)
+        self.lesson = lesson
+        self.questions = tuple(_shuffled(q, f"{lesson}.{i}") for i, q in enumerate(questions))
 
     def grade(self, picks: Sequence[int | None]) -> float:
         """Score choice indexes (None = unanswered), record it, and return the fraction right."""

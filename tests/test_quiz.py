@@ -3,6 +3,7 @@
 import pytest
 
 from course_utils import progress
+from course_utils.bank import quizzes as bank_quizzes
 from course_utils.quiz import Question, Quiz, quiz
 
 
@@ -36,7 +37,7 @@ def test_the_widget_submit_button_scores_and_records():
     q = Quiz("99", [Question("2+2?", ("3", "4"), 1, "arithmetic")])
     box = q.widget()
     radio, submit, out = box.children[1], box.children[2], box.children[3]
-    radio.index = 1
+    radio.index = q.questions[0].answer
     submit.click()
     assert progress.load()["quizzes"]["99"]["best"] == 1.0
     assert "Score: 100%" in out.outputs[0]["text"]
@@ -51,3 +52,11 @@ def test_the_display_has_a_short_text_stand_in_for_nbval():
 def test_an_unknown_lesson_has_no_quiz():
     with pytest.raises(KeyError, match="no quiz for lesson '42'"):
         quiz("42")
+
+
+def test_answer_positions_vary_and_are_stable_between_runs():
+    for q in bank_quizzes():
+        assert len({question.answer for question in q.questions}) > 1, q.lesson
+    again = Quiz("01", [Question("p", ("a", "b", "c", "d"), 2, "w")])
+    assert again.questions[0].choices[again.questions[0].answer] == "c"
+    assert again.questions == Quiz("01", [Question("p", ("a", "b", "c", "d"), 2, "w")]).questions

@@ -1,0 +1,140 @@
+"""A JupyterLab server and a headless Chromium for the browser tests (tests/e2e).
+
+The server runs from this interpreter on a free loopback port, in a scratch folder holding copies
+of the lessons with their outputs cleared; its config, data, settings and workspaces live in that
+folder too, so nothing is written under $HOME. Chromium is Debian's (/usr/bin/chromium): where it
+or Playwright is missing, the tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"autoStartDefaultKernel": True},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                        "checkForUpdates": False},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _copy_lessons_without_outputs(target: Path) -> None:
+    target.mkdir(parents=True)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        nbformat.write(nb, target / path.name)
+
+
+def _write_settings(folder: Path) -> None:
+    for name, values in SETTINGS.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+def _wait_until_up(url: str, server: subprocess.Popen, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"JupyterLab did not answer {url} within {seconds} s")
+
+
+class Lab:
+    """A running JupyterLab: its base URL, token and the folder it serves."""
+
+    def __init__(self, url: str, token: str, root: Path):
+        self.url, self.token, self.root = url, token, root
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?reset&token={self.token}"
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory) -> Lab:
+    """Start JupyterLab for the session and stop its whole process group at the end."""
+    home = tmp_path_factory.mktemp("lab")
+    served = home / "course"
+    _copy_lessons_without_outputs(served)
+    _write_settings(home / "settings")
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+           "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "IPYTHONDIR": str(home / "ipython"),
+           "MPLCONFIGDIR": str(home / "mpl"), "MPS_DETECTIVE_HOME": str(home / "progress"),
+           "MPS_DETECTIVE_DEVICE": "cpu"}
+    env.pop("MPLBACKEND", None)
+    port, token = _free_port(), secrets.token_hex(12)
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={served}", "--ServerApp.port_retries=0"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = open(home / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
+    server = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(f"{url}/api/status?token={token}", server)
+        yield Lab(url, token, served)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright (no browser download)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: the README's test command installs Debian's "
+                    "chromium when it can (apt-get as root)")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright not installed")
+    with playwright_api.sync_playwright() as p:
+        # Playwright gives each launch a fresh temporary profile (the --user-data-dir).
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context (its own storage) per test."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    yield page
+    context.close()

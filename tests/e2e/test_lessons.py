@@ -1,0 +1,99 @@
+"""Every lesson, in a real JupyterLab in a real browser: runs, shows no unexpected error, renders
+its plots and widgets, and its widgets respond. Lessons are discovered from notebooks/."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import nbformat
+import pytest
+
+from tests.e2e.conftest import ARTIFACTS, ROOT
+
+LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+RUN_TIMEOUT_MS = 180_000
+
+
+def run_all_and_wait(page) -> None:
+    """Wait for the kernel, Run All from the menu, then wait until no cell is queued or running."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-Toolbar-kernelStatus, "
+        ".jp-Notebook-ExecutionIndicator')].some(e => (e.getAttribute('data-status') || "
+        "e.title || e.textContent || '').toLowerCase().includes('idle'))", timeout=60_000)
+    page.click("li.lm-MenuBar-item:has-text('Run')")
+    page.click("li.lm-Menu-item:has-text('Run All Cells')")
+    page.wait_for_function(
+        """() => {
+            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+        }""", timeout=RUN_TIMEOUT_MS)
+
+
+def saved_notebook(page, lab, name: str):
+    """Save from the browser and read back what the learner would have on disk."""
+    page.keyboard.press("Control+s")
+    path = lab.root / name
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        nb = nbformat.read(path, as_version=4)
+        if all(c.execution_count for c in nb.cells if c.cell_type == "code" and c.source.strip()):
+            return nb
+        time.sleep(0.3)
+    raise AssertionError(f"{name} was not saved with its outputs")
+
+
+def unexpected_errors(nb) -> list[str]:
+    found = []
+    for i, cell in enumerate(nb.cells):
+        tags = cell.metadata.get("tags", [])
+        for out in cell.get("outputs", []):
+            if out.output_type == "error" and "raises-exception" not in tags:
+                found.append(f"cell {i}: {out.ename}: {out.evalue[:200]}")
+    return found
+
+
+def count_png_outputs(nb) -> int:
+    return sum("image/png" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", []))
+
+
+def answer_quiz(page) -> str:
+    """Pick the first choice of every question, press Submit, return the feedback text."""
+    quiz = page.locator(".jp-OutputArea-output .widget-vbox").filter(
+        has=page.locator("button:has-text('Submit')")).last
+    for group in quiz.locator(".widget-radio-box").all():
+        group.locator("input[type=radio]").first.check()
+    quiz.locator("button:has-text('Submit')").click()
+    feedback = quiz.locator(".widget-output")
+    feedback.locator("text=Score:").wait_for(timeout=10_000)
+    return feedback.inner_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LESSONS)
+def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(page, lab, name):
+    page.goto(lab.notebook_url(name))
+    run_all_and_wait(page)
+    nb = saved_notebook(page, lab, name)
+    assert unexpected_errors(nb) == []
+    images = page.locator(".jp-RenderedImage img")
+    assert images.count() == count_png_outputs(nb)
+    for img in images.all():
+        assert img.evaluate("i => i.complete && i.naturalWidth > 0"), "a plot did not render"
+    widget_outputs = sum("application/vnd.jupyter.widget-view+json" in out.get("data", {})
+                         for c in nb.cells for out in c.get("outputs", []))
+    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() >= widget_outputs
+    assert "Score:" in answer_quiz(page)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name.removesuffix('.ipynb')}.png"), full_page=False)
+    json.dumps(nb)  # the saved notebook is valid JSON end to end
+
+
+@pytest.mark.slow
+def test_check_shows_its_pass_line_in_lesson_00(page, lab):
+    page.goto(lab.notebook_url("00_start_here.ipynb"))
+    run_all_and_wait(page)
+    page.locator(".jp-OutputArea-output:has-text('✔ 00.count_params passed')").wait_for(timeout=10_000)
+    failure = page.locator(".jp-OutputArea-output:has-text('CheckFailed: 00.count_params')")
+    assert failure.count() == 1 and "Traceback" not in failure.inner_text()
