@@ -208,7 +208,8 @@ def _tag_cells_that_raise(nb: NotebookNode, solution: NotebookNode,
             tainted |= _names_bound(tree)
 
 
-def _strip_outputs(nb: NotebookNode) -> None:
+def strip_outputs(nb: NotebookNode) -> None:
+    """Clear every code cell's outputs and execution count."""
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
@@ -247,7 +248,7 @@ def make_exercise(nb: NotebookNode, source_name: str) -> NotebookNode:
     _reject_markers_outside_code(out, source_name)
     stubs = _replace_solutions(out, source_name)
     _tag_cells_that_raise(out, nb, stubs)
-    _strip_outputs(out)
+    strip_outputs(out)
     drop_volatile_metadata(out)
     _mark_generated(out, source_name)
     nbformat.validate(out)

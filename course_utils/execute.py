@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 from tqdm.auto import tqdm
 from traitlets import default
 
-from course_utils.authoring import drop_volatile_metadata, write_notebook
+from course_utils.authoring import drop_volatile_metadata, strip_outputs, write_notebook
 
 
 class ThisInterpreterKernelManager(AsyncKernelManager):
@@ -33,14 +33,6 @@ class ThisInterpreterKernelManager(AsyncKernelManager):
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self) -> KernelSpecManager:
         return KernelSpecManager(kernel_dirs=[], ensure_native_kernel=True)
-
-
-def _reset(nb: NotebookNode) -> None:
-    """Clear outputs and counts first, so a cell that does not run keeps nothing stale."""
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = []
-            cell.execution_count = None
 
 
 def _renumber(nb: NotebookNode) -> None:
@@ -80,7 +72,7 @@ def execute_notebook(path: Path, timeout: int = 300, kernel_name: str = "python3
     """
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # quiets the debugger warning
     nb = nbformat.read(path, as_version=4)
-    _reset(nb)
+    strip_outputs(nb)  # a cell that does not run keeps nothing stale
     client(nb, path, timeout, kernel_name).execute()
     _renumber(nb)
     drop_volatile_metadata(nb)

@@ -25,3 +25,13 @@ def progress_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "progress-home"
     monkeypatch.setenv("MPS_DETECTIVE_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels read and write only temporary folders, never the user's Jupyter setup."""
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
+                 "MPLCONFIGDIR"):
+        folder = tmp_path / "env" / name.lower()
+        folder.mkdir(parents=True)
+        monkeypatch.setenv(name, str(folder))

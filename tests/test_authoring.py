@@ -285,15 +285,6 @@ def test_does_build_refuse_a_missing_solutions_folder(tmp_path):
 
 # --- the unsolved notebook under nbval ------------------------------------------------------------
 
-@pytest.fixture
-def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kernels read and write only temporary folders, never the user's Jupyter setup."""
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
-                 "MPLCONFIGDIR"):
-        folder = tmp_path / "env" / name.lower()
-        folder.mkdir(parents=True)
-        monkeypatch.setenv(name, str(folder))
-
 
 @pytest.mark.slow
 def test_does_the_unsolved_exercise_pass_nbval_lax(folders, isolated_jupyter):

@@ -17,13 +17,8 @@ pytestmark = pytest.mark.slow  # every test here starts a kernel
 
 
 @pytest.fixture(autouse=True)
-def isolated_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kernels read and write only temporary folders, never the user's Jupyter setup."""
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
-                 "MPLCONFIGDIR"):
-        folder = tmp_path / "env" / name.lower()
-        folder.mkdir(parents=True)
-        monkeypatch.setenv(name, str(folder))
+def _isolated(isolated_jupyter):
+    """Every test here starts a kernel: keep it in temporary folders."""
 
 
 def write(path: Path, *cells: nbformat.NotebookNode, **metadata) -> Path:

@@ -22,6 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_utils.authoring import strip_outputs
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
@@ -42,9 +44,7 @@ def _copy_lessons_without_outputs(target: Path) -> None:
     target.mkdir(parents=True)
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs, cell.execution_count = [], None
+        strip_outputs(nb)
         nbformat.write(nb, target / path.name)
 
 
