@@ -1,0 +1,126 @@
+"""Do the timing helpers measure what they claim: launch vs finish, honest medians, marked output?"""
+
+import re
+import time
+
+import pytest
+import torch
+
+from course_utils import timing
+from course_utils.bank import lesson03
+from course_utils.emulate.async_queue import AsyncDevice
+from tests.conftest import ROOT
+
+
+def test_sync_is_a_no_op_on_cpu():
+    timing.sync("cpu")
+    timing.sync(torch.device("cpu"))
+    timing.sync(None)
+
+
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="this machine has an accelerator")
+def test_sync_refuses_an_accelerator_this_machine_does_not_have():
+    with pytest.raises(RuntimeError, match="cannot synchronize cuda"):
+        timing.sync("cuda")
+
+
+def test_the_naive_timer_times_one_call_without_warm_up():
+    calls = []
+    seconds = timing.naive_time(lambda: calls.append(time.sleep(0.02)))
+    assert calls == [None] and seconds >= 0.02
+
+
+def heavy_forward(dev):
+    model, x = dev.put(lesson03.issue_classifier()), dev.put(lesson03.issue_batch())
+
+    def forward():
+        with torch.no_grad():
+            return model(x)
+
+    return forward
+
+
+@pytest.mark.slow
+def test_on_the_emulated_device_the_naive_timer_sees_only_the_launch():
+    with AsyncDevice() as dev:
+        forward = heavy_forward(dev)
+        forward()
+        dev.synchronize()
+        naive = timing.naive_time(forward)
+        dev.synchronize()
+        honest = timing.benchmark(forward, dev, min_run_time=0.1)
+    assert honest.median >= 5 * naive
+
+
+def test_benchmark_is_built_on_torch_utils_benchmark_timer(monkeypatch):
+    seen = []
+    real = timing.Timer
+
+    class Spy(real):
+        def blocked_autorange(self, *args, **kwargs):
+            seen.append(kwargs)
+            return super().blocked_autorange(*args, **kwargs)
+
+    monkeypatch.setattr(timing, "Timer", Spy)
+    result = timing.benchmark(lambda: time.sleep(0.002), min_run_time=0.05, label="sleep")
+    assert seen == [{"min_run_time": 0.05}]
+    assert result.median >= 0.002 and result.iqr >= 0 and result.runs >= 2
+    assert result.label == "sleep"
+
+
+def test_benchmark_warms_up_so_a_slow_first_call_does_not_count():
+    calls = []
+
+    def fn():
+        calls.append(1)
+        time.sleep(0.3 if len(calls) == 1 else 0.002)
+
+    result = timing.benchmark(fn, warmup=1, min_run_time=0.05)
+    assert result.median < 0.1
+
+
+def test_launch_and_finish_orders_the_two_times():
+    with AsyncDevice() as dev:
+        run = timing.launch_and_finish(heavy_forward(dev), dev)
+    assert 0 < run.naive < run.synced
+
+
+def test_measured_durations_are_marked_and_the_lesson_sanitizer_masks_only_them():
+    assert timing.fmt_time(0.0312) == "⏱ 31.2 ms"
+    assert timing.fmt_time(2.5e-6) == "⏱ 2.5 µs"
+    assert timing.fmt_time(1.5) == "⏱ 1.5 s"
+    text = str(timing.Timing(median=0.0312, iqr=0.0004, runs=17, label="forward"))
+    assert text == "forward: ⏱ median 31.2 ms, IQR 400 µs, 17 runs"
+    config = (ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    section = config.split("[03-timings]", 1)[1].split("\n[", 1)[0]
+    regex = re.search(r"^regex: (.*)$", section, re.M).group(1)
+    replace = re.search(r"^replace: (.*)$", section, re.M).group(1)
+    assert section.isascii()  # nbval reads the file in the locale's encoding
+    sample = f"naive:        {timing.fmt_time(0.003)}\nsynchronized is >= 5x naive: True\n"
+    assert re.sub(regex, replace, sample) == f"naive:        {replace}\nsynchronized is >= 5x naive: True\n"
+
+
+@pytest.mark.skipif(torch.accelerator.is_available(), reason="this machine has an accelerator")
+def test_events_need_mps_or_cuda():
+    assert timing.event_time(lambda: None, "cpu") is None
+    assert timing.event_time(lambda: None, "cuda") is None
+
+
+def test_open_device_gives_the_emulated_device_on_cpu():
+    with timing.open_device("cpu") as dev:
+        assert isinstance(dev, AsyncDevice) and dev.label == "emulated"
+        assert dev.put(torch.ones(2)).sum().item() == 2.0
+
+
+def test_the_timeline_chart_is_small_and_has_both_lanes():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    with AsyncDevice() as dev:
+        start = time.perf_counter()
+        forward = heavy_forward(dev)
+        forward()
+        dev.synchronize()
+        fig = timing.plot_timeline(dev.timeline(start), {"naive": (start, start + 0.001)})
+    assert tuple(fig.get_size_inches()) == (6, 2.6) and fig.dpi == 80
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["device", "host"]
