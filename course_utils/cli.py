@@ -91,6 +91,28 @@ def _run_notebooks(args) -> int:
     return 0
 
 
+def _grade(args) -> int:
+    """``course grade``: each submission in a fresh, limited process; gradebook, report, JSON."""
+    from course_utils.grader.batch import Options, grade, publish
+    from course_utils.grader.sandbox import MIN_MEMORY_MB, Limits
+
+    if args.jobs < 1 or args.timeout <= 0 or args.memory < 0:
+        raise CourseError("--jobs must be >= 1, --timeout > 0 and --memory >= 0 (0: no limit)")
+    if args.lesson is not None and not (args.lesson.isdigit() and len(args.lesson) <= 2):
+        raise CourseError(f"--lesson takes a lesson number such as 01, not '{args.lesson}'")
+    if 0 < args.memory < MIN_MEMORY_MB:
+        print(f"course grade: warning: --memory {args.memory} is below the ~{MIN_MEMORY_MB} MB that "
+              "importing torch needs; every submission may fail", file=sys.stderr)
+    limits = Limits(timeout=args.timeout, memory_mb=args.memory)
+    options = Options(limits=limits, jobs=args.jobs, seed=args.seed, reap_orphans=True,
+                      lesson=args.lesson.zfill(2) if args.lesson else None)
+    graded = grade(args.paths, options)
+    if not graded.rows:
+        raise CourseError(f"no notebooks (*.ipynb) found in {' '.join(args.paths)}")
+    print(publish(graded, options, Path(args.out), Path(args.json) if args.json else None))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="course", description="MPS Detective course tools")
     sub = p.add_subparsers(dest="command", required=True)
@@ -113,6 +135,19 @@ def parser() -> argparse.ArgumentParser:
     rn.add_argument("paths", nargs="*", help="notebooks (default: notebooks/ and solutions/)")
     rn.add_argument("--timeout", type=int, default=300, help="seconds per cell")
     rn.set_defaults(fn=_run_notebooks)
+    gr = sub.add_parser("grade", help="(instructors) grade a class's notebooks, each in a fresh, "
+                        "limited process; write a gradebook and a class report")
+    gr.add_argument("paths", nargs="+", metavar="PATH", help="submitted notebooks or folders of them")
+    gr.add_argument("--out", required=True, help="gradebook CSV (the HTML report goes beside it)")
+    gr.add_argument("--json", help="also write every detail (cases, expected, got, output) here")
+    gr.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
+    gr.add_argument("--timeout", type=float, default=60.0,
+                    help="wall-clock seconds per submission; a cell or one exercise gets a quarter")
+    gr.add_argument("--memory", type=int, default=2048,
+                    help="address-space limit per submission in MB (default 2048; 0: none)")
+    gr.add_argument("--seed", type=int, help="seed of the random cases (default: fresh, reported)")
+    gr.add_argument("--lesson", help="grade every notebook as lesson NN (default: from NN_ file names)")
+    gr.set_defaults(fn=_grade)
     return p
 
 

@@ -1,0 +1,276 @@
+"""Judge what a submission's process returned, in the grading process (``course grade``).
+
+The cases are drawn here from the run's seed and the references run here; the submission's
+process only ever receives the inputs. Each exercise gets one verdict: pass, fail (the first case
+whose value the judge rejects), error (an exception where a value was expected, a cell that broke
+the definition, a crashed process), timeout, missing (no such function) or malformed (the
+notebook could not be read). Cases are judged in order, like ``check()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import signal
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from course_utils.compare import describe
+from course_utils.exercise import Case, Exercise, Outcome, run
+from course_utils.grader import wire
+from course_utils.grader.sandbox import RunStatus
+
+STATUSES = ("pass", "fail", "error", "timeout", "missing", "malformed")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One exercise's result for one submission."""
+
+    status: str
+    detail: str = ""
+    case: str | None = None
+    expected: str | None = None
+    got: str | None = None
+    reason: str = ""  # short, for "most common failure" in the class report
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form (empty fields left out)."""
+        return {k: v for k, v in vars(self).items() if v not in (None, "")}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An exercise ready to grade: its cases and the reference's outcome on each."""
+
+    exercise: Exercise
+    cases: list[Case]
+    expected: list[Outcome]
+
+    @property
+    def judge(self):
+        from course_utils.grading import default_judge
+
+        return self.exercise.judge or default_judge(self.exercise)
+
+    @property
+    def answer_name(self) -> str:
+        """The function name learners define: the reference's own name in the bank module."""
+        return self.exercise.reference.__name__
+
+
+def lesson_exercises(lesson: str) -> list[Exercise]:
+    """The lesson's exercises, importing only its own bank module (another lesson's cannot break us)."""
+    import importlib
+
+    try:
+        module = importlib.import_module(f"course_utils.bank.lesson{lesson}")
+    except ModuleNotFoundError as err:
+        if err.name != f"course_utils.bank.lesson{lesson}":
+            raise
+        return []
+    return list(module.EXERCISES)
+
+
+def _encoded(outcome: Outcome) -> dict:
+    if outcome.error is not None:
+        return {"error": wire.encode_error(outcome.error)}
+    return {"value": wire.encode(outcome.value)}
+
+
+def _read_all(fd: int, deadline_s: float) -> bytes:
+    chunks, end = [], time.monotonic() + deadline_s
+    while True:
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError(f"no answer within {deadline_s:g} s")
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+
+
+def _in_copy(prep: Prepared) -> dict:
+    """What a forked copy computes: the reference's outcomes, and per mutant whether ``check()``
+    would reject it there (reference and mutant called in turn per case, as ``check`` does) and
+    the outcomes a submission's process would send for it."""
+    ex, judge = prep.exercise, prep.judge
+    found = {"reference": [_encoded(run(ex.reference, c)) for c in prep.cases], "mutants": {}}
+    for name, mutant in ex.mutants.items():
+        caught, sent = False, []
+        for case in prep.cases:
+            expected, got = run(ex.reference, case), run(mutant, case)
+            caught = caught or _rejected(judge, expected, got, case)
+            sent.append(_encoded(got))
+        found["mutants"][name] = {"caught": caught, "outcomes": sent}
+    return found
+
+
+def in_a_fork(work, deadline_s: float = 60.0) -> Any:
+    """``work()`` in a forked copy of this process; its JSON result. Side effects stay there."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: compute, send, and leave without running any exit handler
+        try:
+            os.close(read)
+            torch.set_num_threads(1)  # the parent's OpenMP pool does not survive a fork
+            with os.fdopen(write, "wb") as fh:
+                fh.write(json.dumps(work()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        raw = _read_all(read, deadline_s)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    return json.loads(raw)
+
+
+def _received(raw: Any) -> Outcome | wire.WireError:
+    try:
+        return _decode(raw)
+    except wire.WireError as err:
+        return err
+
+
+def _rejected(judge, expected: Outcome, got: Any, case: Case) -> bool:
+    if isinstance(got, wire.WireError):
+        return True  # the grader would give an error verdict
+    try:
+        return bool(judge(expected, got, case))
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def batch_problem(prep: Prepared) -> str | None:
+    """Why this exercise cannot be graded faithfully across processes, or None.
+
+    Its inputs must reach the submission's process without the bank. Then, in a forked copy of
+    this process, the reference and every mutant run and their results make the trip back, as a
+    submission's would: the reference must still pass here, and every mutant ``check()`` rejects
+    must still be rejected here (a judge that reads state the call leaves behind in its own
+    process, or a value the trip loses, would otherwise pass a known wrong answer).
+    """
+    ex, judge = prep.exercise, prep.judge
+    try:
+        from course_utils.grader.sandbox import pickle_cases
+
+        pickle_cases({ex.id: [(c.args, c.kwargs) for c in prep.cases]})
+    except Exception as err:  # noqa: BLE001 - PicklingError, AttributeError, ValueError...
+        text = re.sub(r" at 0x[0-9a-fA-F]+", "", str(err))[:160]
+        return f"its inputs cannot be sent to a submission's process ({text})"
+    try:
+        found = in_a_fork(lambda: _in_copy(prep))
+    except (OSError, ValueError, TimeoutError) as err:
+        return f"its self-test in a separate process failed ({type(err).__name__}: {err})"
+    pairs = list(zip(prep.cases, prep.expected, strict=True))
+    for (case, expected), raw in zip(pairs, found["reference"], strict=True):
+        if _rejected(judge, expected, _received(raw), case):
+            return f"the reference's result on '{case.label}' does not survive the trip back"
+    for name, mutant in found["mutants"].items():
+        sent = [_received(raw) for raw in mutant["outcomes"]]
+        if mutant["caught"] and not any(
+                _rejected(judge, e, g, c) for (c, e), g in zip(pairs, sent, strict=True)):
+            return f"the known wrong answer '{name}' would pass in batch grading"
+    return None
+
+
+def prepare(lesson: str, seed: int) -> tuple[list[Prepared], dict[str, str]]:
+    """Draw the cases of ``lesson``'s exercises from ``seed`` and run the references on them.
+
+    Returns the exercises to grade and, by id, those left out with the reason (``batch_problem``).
+    """
+    ready, skipped = [], {}
+    for exercise in lesson_exercises(lesson):
+        cases = exercise.cases(seed)
+        prep = Prepared(exercise, cases, [run(exercise.reference, c) for c in cases])
+        problem = batch_problem(prep)
+        if problem:
+            skipped[exercise.id] = problem
+        else:
+            ready.append(prep)
+    return ready, skipped
+
+
+def _shown(outcome: Outcome) -> str:
+    return describe(outcome.error if outcome.error is not None else outcome.value)
+
+
+def _decode(raw: Any) -> Outcome:
+    if not isinstance(raw, dict):
+        raise wire.WireError("bad outcome")
+    if "error" in raw:
+        return Outcome(error=wire.decode_error(raw["error"]))
+    return Outcome(value=wire.decode(raw.get("value")))
+
+
+def _judge_case(prep: Prepared, index: int, raw: Any) -> Verdict | None:
+    case, expected = prep.cases[index], prep.expected[index]
+    try:
+        got = _decode(raw)
+    except (wire.WireError, RecursionError) as err:
+        return Verdict("error", f"the value returned for case '{case.label}' could not be read ({err})",
+                       case=case.label, reason="unreadable return value")
+    try:
+        problem = prep.judge(expected, got, case)
+    except Exception as err:  # noqa: BLE001 - a strange value must fail the case, not the run
+        problem = f"the answer could not be judged ({type(err).__name__}: {err})"
+    if not problem:
+        return None
+    shown = {"case": case.label, "expected": _shown(expected), "got": _shown(got)}
+    if got.error is not None and expected.error is None:
+        kind = type(got.error).__name__
+        if isinstance(got.error, NotImplementedError):
+            return Verdict("error", f"not solved yet: {kind}: {got.error}", reason="not solved", **shown)
+        return Verdict("error", f"{kind}: {got.error}", reason=f"raises {kind}", **shown)
+    return Verdict("fail", problem, reason=f"wrong on '{case.label}'", **shown)
+
+
+def _no_record(status: RunStatus) -> Verdict:
+    if status.timed_out:
+        return Verdict("timeout", "the submission ran past the time limit before this exercise "
+                       "finished", reason="timeout")
+    if status.returncode == -signal.SIGXCPU:
+        return Verdict("timeout", "the submission used up its CPU-time limit", reason="timeout")
+    if status.supervisor_died:
+        return Verdict("error", "the grading supervisor was killed while this submission ran "
+                       "(it kills its parent?)", reason="killed the supervisor")
+    if status.problem:
+        return Verdict("error", status.problem, reason="no result")
+    return Verdict("error", f"the submission's process ended ({status.exit_text()}) before this "
+                   "exercise ran", reason=f"process ended ({status.exit_text()})")
+
+
+def verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeout: float) -> Verdict:
+    """Judge one exercise from the runner's record (None when it never reported on it)."""
+    if record is None:
+        return _no_record(status)
+    state, detail = record.get("state"), str(record.get("detail", ""))[:2000]
+    if state == "missing":
+        return Verdict("missing", detail, reason="missing")
+    if state == "error":
+        return Verdict("error", detail, reason=str(record.get("kind", "error"))[:80])
+    outcomes = record.get("outcomes")
+    if state != "ran" or not isinstance(outcomes, list) or len(outcomes) > len(prep.cases):
+        return Verdict("error", "the submission's result is unreadable", reason="unreadable result")
+    for index, raw in enumerate(outcomes):
+        problem = _judge_case(prep, index, raw)
+        if problem is not None:
+            return problem
+    stopped = record.get("timeout_at")
+    if stopped is not None and len(outcomes) < len(prep.cases):
+        label = prep.cases[len(outcomes)].label
+        return Verdict("timeout", f"case '{label}' ran out of time ({step_timeout:g} s per exercise)",
+                       case=label, reason="timeout")
+    if len(outcomes) < len(prep.cases):
+        return Verdict("error", "the submission stopped before every case ran", reason="incomplete")
+    return Verdict("pass")

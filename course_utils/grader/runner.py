@@ -1,0 +1,302 @@
+"""The submission's side of ``course grade``: run its cells, call its functions, report values.
+
+Started by the supervisor as ``python -m course_utils.grader.runner WORKDIR``. Before any of the
+submission's code runs it
+
+- installs an audit hook (which, unlike an import hook, cannot be removed again) that refuses to
+  import ``course_utils.bank`` or to open a file under the bank or the course's ``solutions/``,
+  so the course's reference answers are out of reach of ``import`` and ``open``;
+- replaces ``check`` and ``hint`` with no-ops: a notebook's own checks neither run nor print.
+
+It executes the notebook's code cells one by one (an error or a runaway cell is recorded and the
+next cell still runs), finds each exercise's function (the name passed to ``check("ID", name)``,
+else the reference's name), calls it on the inputs the grader drew, and writes one JSON line per
+exercise with the encoded return values or exceptions. It never sees an expected value: the grader
+judges. A step (a cell, or one exercise's calls) that overruns its time is interrupted.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import os
+import re
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class StepTimeout(BaseException):
+    """Raised in the submission's code when one step overruns (BaseException: `except Exception`
+    in the submission does not swallow it)."""
+
+
+def install_guard(blocked_dirs: list[str]) -> None:
+    """Refuse imports of the exercise bank and opening files under ``blocked_dirs``, for good.
+
+    The hook keeps its settings in constants and a closure, and refuses the introspection that
+    could reach it (``gc.get_objects`` and friends, replacing a function's ``__code__``): from
+    Python it can be neither removed nor edited. Native code (ctypes) or a child process can
+    still get around it; the README's security notes say so.
+    """
+    roots = tuple(os.path.join(os.path.realpath(d), "") for d in blocked_dirs)
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "import":
+            name = str(args[0])
+            if name == "course_utils.bank" or name.startswith("course_utils.bank."):
+                raise ImportError(f"{name} is not available while grading: the grader judges "
+                                  "your function against the reference, not the reference itself")
+        elif event == "open" and roots and isinstance(args[0], str | bytes | os.PathLike):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if path.startswith(roots) or os.path.join(path, "") in roots:
+                raise PermissionError(f"{path} is not readable while grading")
+        elif event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents") or (
+                event == "object.__setattr__" and args[1] == "__code__"):
+            raise PermissionError(f"{event} is not available while grading")
+
+    sys.addaudithook(hook)
+
+
+def _inert(*args, **kwargs) -> None:
+    return None
+
+
+def neutralise_checks() -> None:
+    """``check``/``hint`` do nothing here: the grader, not the notebook, decides."""
+    import course_utils
+    import course_utils.grading as grading
+
+    for module in (course_utils, grading):
+        module.check = _inert
+        module.hint = _inert
+
+
+class _Stub:
+    """``get_ipython()`` for cells written with magics: shell escapes and magics do nothing."""
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+
+    def run_cell_magic(self, name: str, line: str, cell: str) -> None:
+        if name in ("time", "capture"):  # magics that only wrap the cell: still run its code
+            exec(compile(cell, "<cell magic>", "exec"), self.namespace)
+
+    def __getattr__(self, name: str):
+        return _inert
+
+
+def python_source(source: str) -> str:
+    """The cell as plain Python: IPython magics and ``!`` lines become ``get_ipython()`` calls."""
+    if not re.search(r"^\s*[%!]", source, re.M):
+        return source
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    return TransformerManager().transform_cell(source)
+
+
+# --- soft time limits ---------------------------------------------------------------------------
+
+_armed = [False]
+
+
+def _alarm(signum, frame) -> None:
+    if _armed[0]:
+        raise StepTimeout()
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Raise StepTimeout in the running code after ``seconds``, then every 0.5 s until it stops.
+
+    The previous SIGALRM handler and timer are put back afterwards (tests run this in-process).
+    """
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    was = signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
+    started = time.monotonic()
+    _armed[0] = True
+    try:
+        yield
+    finally:
+        _armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if was[0] > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, was[0] - (time.monotonic() - started)), was[1])
+
+
+# --- cells and names ----------------------------------------------------------------------------
+
+
+def _error(err: BaseException) -> dict:
+    from course_utils.grader.wire import encode_error
+
+    return encode_error(err)
+
+
+def run_cells(sources: list[str], namespace: dict, step: float) -> list[dict]:
+    """Execute each cell; return one record per cell that raised or overran."""
+    problems = []
+    for number, source in enumerate(sources, start=1):
+        try:
+            code = compile(python_source(source), f"<code cell {number}>", "exec")
+            with time_limit(step):
+                exec(code, namespace)
+        except StepTimeout:
+            problems.append({"cell": number, "timeout": True})
+        except BaseException as err:  # noqa: BLE001 - SystemExit and friends included
+            problems.append({"cell": number, "error": _error(err)})
+    return problems
+
+
+def _check_calls(tree: ast.AST) -> list[tuple[str, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if not (isinstance(func, ast.Name) and func.id == "check"
+                or isinstance(func, ast.Attribute) and func.attr == "check"):
+            continue
+        named = {k.arg: k.value for k in node.keywords}
+        ident = node.args[0] if node.args else named.get("exercise_id")
+        answer = node.args[1] if len(node.args) > 1 else named.get("answer")
+        if isinstance(ident, ast.Constant) and isinstance(ident.value, str) and answer is not None:
+            found.append((ident.value, ast.unparse(answer)))
+    return found
+
+
+def answer_names(sources: list[str]) -> dict[str, str]:
+    """Exercise id -> the expression the notebook passes to ``check`` (the last call wins)."""
+    answers: dict[str, str] = {}
+    for source in sources:
+        try:
+            tree = ast.parse(python_source(source))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        answers.update(_check_calls(tree))
+    return answers
+
+
+def defines(source: str, name: str) -> bool:
+    """Whether a cell binds ``name`` (a def, class, assignment or import), read without running it."""
+    try:
+        tree = ast.parse(python_source(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return re.search(rf"\bdef\s+{re.escape(name)}\b|\b{re.escape(name)}\s*=", source) is not None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            return True
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+    return False
+
+
+# --- calling the answers ------------------------------------------------------------------------
+
+
+def _describe_cell_problem(problem: dict) -> str:
+    if problem.get("timeout"):
+        return f"code cell {problem['cell']} ran out of time"
+    err = problem["error"]
+    return f"code cell {problem['cell']} raised {err['type']}: {err['message']}"
+
+
+def find_answer(expr: str, namespace: dict, sources: list[str], problems: list[dict], step: float):
+    """The answer's function, or a record saying why there is none (missing or error)."""
+    if expr.isidentifier():
+        if expr in namespace:
+            fn = namespace[expr]
+        else:
+            broken = [p for p in problems if defines(sources[p["cell"] - 1], expr)]
+            if broken:
+                kind = broken[-1]["error"]["type"] if "error" in broken[-1] else "timeout"
+                return None, {"state": "error", "detail": _describe_cell_problem(broken[-1]),
+                              "kind": f"{kind} in the cell defining it"}
+            return None, {"state": "missing", "detail": f"no function named {expr}"}
+    else:
+        try:
+            with time_limit(step):
+                fn = eval(expr, namespace)
+        except StepTimeout:
+            return None, {"state": "error", "detail": f"evaluating {expr} ran out of time",
+                          "kind": "timeout finding it"}
+        except BaseException as err:  # noqa: BLE001
+            e = _error(err)
+            return None, {"state": "error", "detail": f"{expr} raised {e['type']}: {e['message']}",
+                          "kind": f"{e['type']} finding it"}
+    if not callable(fn):
+        return None, {"state": "error", "detail": f"{expr} is not a function ({type(fn).__name__})",
+                      "kind": "not a function"}
+    return fn, None
+
+
+def call_all(fn, cases: list, step: float) -> dict:
+    """Call ``fn`` on every case (fresh copies); encoded outcomes, and where time ran out."""
+    from course_utils.grader.wire import encode
+
+    outcomes: list[dict] = []
+    try:
+        with time_limit(step):
+            for args, kwargs in cases:
+                args, kwargs = copy.deepcopy((args, kwargs))
+                try:
+                    outcomes.append({"value": encode(fn(*args, **kwargs))})
+                except StepTimeout:
+                    raise
+                except BaseException as err:  # noqa: BLE001 - the error is the outcome graded
+                    outcomes.append({"error": _error(err)})
+    except StepTimeout:
+        return {"state": "ran", "outcomes": outcomes, "timeout_at": len(outcomes)}
+    return {"state": "ran", "outcomes": outcomes, "timeout_at": None}
+
+
+def _line(record: dict) -> str:
+    try:
+        return json.dumps(record) + "\n"
+    except (TypeError, ValueError, RecursionError) as err:
+        return json.dumps({"state": "error", "exercise": record.get("exercise"), "answer": record.get(
+            "answer"), "detail": f"the results could not be written: {type(err).__name__}"}) + "\n"
+
+
+def main(workdir: str) -> None:
+    """Run one submission as ``plan.json`` and ``cases.pkl`` in ``workdir`` describe."""
+    plan = json.loads(Path(workdir, "plan.json").read_text(encoding="utf-8"))
+    install_guard(plan["blocked_dirs"])
+    import pickle
+
+    import torch
+
+    torch.set_num_threads(1)
+    neutralise_checks()
+    cases = pickle.loads(Path(workdir, "cases.pkl").read_bytes())  # written by the grader
+    results = open(Path(workdir, "results.jsonl"), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    if sys.stdin.buffer.read(2) != b"go":  # the supervisor has not recorded our pid: do nothing
+        os._exit(71)
+    sources, step = plan["cells"], plan["step_timeout"]
+    namespace: dict = {"__name__": "__main__", "display": _inert}
+    namespace["get_ipython"] = lambda: _Stub(namespace)
+    problems = run_cells(sources, namespace, step)
+    results.write(json.dumps({"event": "cells", "problems": problems}) + "\n")
+    answers = answer_names(sources)
+    for exercise in plan["exercises"]:
+        expr = answers.get(exercise["id"], exercise["name"])
+        fn, record = find_answer(expr, namespace, sources, problems, step)
+        if record is None:
+            record = call_all(fn, cases[exercise["id"]], step)
+        record.update(exercise=exercise["id"], answer=expr)
+        results.write(_line(record))
+    results.write(json.dumps({"event": "done"}) + "\n")
+    results.flush()
+    os._exit(0)  # skip atexit handlers the submission may have registered
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,278 @@
+"""Run one submission in a fresh, limited process and collect what it reported (``course grade``).
+
+Process tree per submission: grader -> supervisor (``supervise.py``, a subreaper in its own
+session) -> the submission (``runner.py``, in a new session, with resource limits). The grader is
+never the submission's parent, so a submission that kills its parent or its process group kills
+only the supervisor or itself; the grader then treats that submission as an error and sweeps what
+is left: the submission's session and group, every process carrying its environment token, and,
+when the grader was made a subreaper (``course grade`` does this, for the run only), every orphan
+it adopted during the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course_utils.grader import procs
+
+SUPERVISOR = Path(__file__).with_name("supervise.py")
+TOKEN_VAR = "MPS_DETECTIVE_GRADING"
+MIN_MEMORY_MB = 768  # measured: torch + course_utils + matplotlib need ~700 MB of address space
+GRACE_S = 15.0  # beyond --timeout, for the supervisor's own start and clean-up
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-submission limits (see ``course grade --help``)."""
+
+    timeout: float = 60.0  # wall-clock seconds for the whole submission
+    memory_mb: int = 2048  # address space (RLIMIT_AS); importing torch needs about 700 MB
+    output_cap: int = 20_000  # bytes of stdout and of stderr kept
+    result_cap: int = 64 * 2**20  # bytes of results read back (also the file-size limit)
+
+    @property
+    def step_timeout(self) -> float:
+        """A cell, or one exercise's calls, may take at most a quarter of the wall-clock limit."""
+        return max(1.0, self.timeout / 4)
+
+
+@dataclass
+class RunStatus:
+    """What came back from one submission's process."""
+
+    records: list[dict] = field(default_factory=list)
+    returncode: int | None = None
+    timed_out: bool = False
+    supervisor_died: bool = False
+    problem: str | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    wall_s: float = 0.0
+    swept: int = 0
+
+    def exit_text(self) -> str:
+        """How the process ended, in words ("exit code 3", "killed by SIGKILL")."""
+        rc = self.returncode
+        if rc is None:
+            return "unknown"
+        if rc < 0:
+            try:
+                return f"killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exit code {rc}"
+
+
+def course_paths() -> tuple[str, list[str]]:
+    """(the folder holding course_utils, the folders a submission may not read)."""
+    import course_utils
+    from course_utils.learner import course_root
+
+    package = Path(course_utils.__file__).resolve().parent
+    blocked = [package / "bank", course_root() / "solutions"]
+    return str(package.parent), [str(p) for p in blocked if p.is_dir()]
+
+
+def read_results(path: Path, cap: int) -> tuple[list[dict], str | None]:
+    """The JSON lines the submission's process wrote, reading at most ``cap`` bytes."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(cap + 1)
+    except OSError:
+        return [], None
+    problem = None
+    if len(raw) > cap:
+        raw, problem = raw[:cap], f"its results exceed {cap // 2**20} MB; the rest was ignored"
+    records = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(item, dict):
+            records.append(item)
+    return records, problem
+
+
+def _json_lines(raw: bytes) -> list[dict]:
+    out = []
+    for line in raw.decode("utf-8", "replace").splitlines()[:100]:
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def _status(final: dict, cap: int) -> RunStatus:
+    """The supervisor's report, with every field checked (nothing is taken on trust)."""
+    def num(key, kind=int):
+        value = final.get(key)
+        return value if type(value) in (int, kind) and not isinstance(value, bool) else 0
+
+    rc = final.get("returncode")
+    return RunStatus(returncode=rc if type(rc) is int else None, timed_out=final.get("timed_out") is True,
+                     stdout=str(final.get("stdout", ""))[:cap], stderr=str(final.get("stderr", ""))[:cap],
+                     stdout_bytes=num("stdout_bytes"), stderr_bytes=num("stderr_bytes"),
+                     wall_s=num("wall_s", float), swept=num("swept"))
+
+
+class Sandbox:
+    """Starts supervisors for one grading run and cleans up after every one of them."""
+
+    def __init__(self, limits: Limits, reap_orphans: bool = False):
+        self.limits, self.reap_orphans = limits, reap_orphans
+        self.run_token = secrets.token_hex(8)
+        self.root, self.blocked = course_paths()
+        self.live: set[int] = set()
+        self.lock = threading.Lock()
+        self.count = 0
+        me = os.getpid()
+        self.preexisting = {p.pid for p in procs.snapshot().values() if p.ppid == me}
+        if reap_orphans:
+            self.reap_orphans = procs.become_subreaper()
+
+    def _env(self, workdir: Path, token: str) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", os.defpath), "HOME": str(workdir),
+            "TMPDIR": str(workdir / "tmp"), "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
+            "PYTHONPATH": self.root, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MALLOC_ARENA_MAX": "2", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(workdir / "tmp"),
+            "MPS_DETECTIVE_DEVICE": "cpu", "MPS_DETECTIVE_HOME": str(workdir / "tmp"),
+            TOKEN_VAR: token,
+        }
+
+    def _spec(self, workdir: Path, token: str) -> dict:
+        lim = self.limits
+        return {"cmd": [sys.executable, "-m", "course_utils.grader.runner", str(workdir)],
+                "cwd": str(workdir), "env": self._env(workdir, token), "timeout": lim.timeout,
+                "memory_bytes": lim.memory_mb * 2**20 if lim.memory_mb else None,
+                "cpu_seconds": int(lim.timeout) + 2, "fsize_bytes": lim.result_cap,
+                "output_cap": lim.output_cap, "token": f"{TOKEN_VAR}={token}"}
+
+    def run(self, cells: list[str], exercises: list[dict], cases_blob: bytes) -> RunStatus:
+        """Run a submission's ``cells`` and call its answers on the pickled cases."""
+        with self.lock:
+            self.count += 1
+            token = f"{self.run_token}.{self.count}"
+        workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        try:
+            (workdir / "tmp").mkdir()
+            plan = {"cells": cells, "exercises": exercises, "step_timeout": self.limits.step_timeout,
+                    "blocked_dirs": self.blocked}
+            (workdir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
+            (workdir / "cases.pkl").write_bytes(cases_blob)
+            spec_path = workdir / "spec.json"
+            spec_path.write_text(json.dumps(self._spec(workdir, token)), encoding="utf-8")
+            status = self._supervise(spec_path, token)
+            status.records, status.problem = read_results(workdir / "results.jsonl",
+                                                          self.limits.result_cap)
+            return status
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _supervise(self, spec_path: Path, token: str) -> RunStatus:
+        with self.lock:
+            sup = subprocess.Popen([sys.executable, "-E", "-s", str(SUPERVISOR), str(spec_path)],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, start_new_session=True)
+            self.live.add(sup.pid)
+        hung = False
+        try:
+            out, err = sup.communicate(timeout=self.limits.timeout + GRACE_S)
+        except subprocess.TimeoutExpired:
+            hung = True
+            sup.kill()
+            out, err = sup.communicate()
+        finally:
+            with self.lock:
+                self.live.discard(sup.pid)
+        lines = _json_lines(out)
+        child = next((x["child_pid"] for x in lines if type(x.get("child_pid")) is int), None)
+        final = next((x for x in reversed(lines) if "returncode" in x), None)
+        if final is None or hung or sup.returncode != 0:
+            self._rescue(child, token)
+            return RunStatus(supervisor_died=True, timed_out=hung,
+                             stderr=err.decode("utf-8", "replace")[-self.limits.output_cap:])
+        return _status(final, self.limits.output_cap)
+
+    def _rescue(self, child: int | None, token: str) -> None:
+        """The supervisor died: end the submission's processes ourselves."""
+        name, value = TOKEN_VAR.encode(), token.encode()
+        if child:
+            procs.kill_group(child)
+
+        def theirs(ps: dict) -> set[int]:
+            return {p.pid for p in ps.values() if child and child in (p.pid, p.sid, p.pgid)
+                    or procs.env_value(p.pid, name) == value}
+
+        with self.lock:
+            live = set(self.live)
+        procs.sweep(theirs, spare=live)
+        self.sweep_orphans()
+
+    def sweep_orphans(self) -> int:
+        """As a subreaper, kill and reap adopted processes that are not live supervisors."""
+        if not self.reap_orphans:
+            return 0
+        me = os.getpid()
+        with self.lock:
+            keep = self.live | self.preexisting
+            killed = procs.sweep(lambda ps: {p.pid for p in ps.values() if p.ppid == me} - keep,
+                                 spare=keep)
+            procs.reap(pid for pid, p in procs.snapshot().items() if p.ppid == me and pid not in keep)
+        return len(killed)
+
+    def final_sweep(self) -> int:
+        """After the run: no process carrying this run's token may remain."""
+        prefix = self.run_token.encode() + b"."
+        name = TOKEN_VAR.encode()
+
+        def leftovers(ps: dict) -> set[int]:
+            return {p.pid for p in ps.values() if (procs.env_value(p.pid, name) or b"").startswith(prefix)}
+
+        killed = procs.sweep(leftovers)
+        return len(killed) + self.sweep_orphans()
+
+    def close(self) -> int:
+        """End of the run: the final sweep, then stop adopting orphans. Returns processes killed."""
+        killed = self.final_sweep()
+        if self.reap_orphans:
+            procs.become_subreaper(False)
+        return killed
+
+    def interrupt(self) -> None:
+        """Ctrl-C: ask every live supervisor to clean up and stop."""
+        with self.lock:
+            for pid in self.live:
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+
+def pickle_cases(cases: dict[str, list[tuple[tuple, dict]]]) -> bytes:
+    """The inputs for the submission's process; refuses any that would need the bank to load."""
+    import pickletools
+
+    blob = pickle.dumps(cases, protocol=pickle.HIGHEST_PROTOCOL)
+    for _, arg, _ in pickletools.genops(blob):
+        if isinstance(arg, str) and arg.startswith("course_utils.bank"):
+            raise ValueError(f"case inputs refer to {arg}: the submission's process cannot load them")
+    return blob

@@ -1,0 +1,127 @@
+"""Does ``course grade`` grade the fixture class right, twice, and leave nothing running?
+
+The class (tests/fixtures/grading/class/, made by make_fixtures.py) holds lesson 01 submissions:
+good, partly wrong, and every bad or hostile case the grader must survive. It is graded twice
+through the real command, in a separate process (if containment failed, that process would die,
+not pytest), with ``--jobs 2`` and different seeds: every row must match the table below, the two
+gradebooks must be identical, and no process either run started may be left.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+CLASS = ROOT / "tests" / "fixtures" / "grading" / "class"
+MARKER = "mps-detective-fixture-orphan"
+IDS = ["01.choose_device", "01.same_device", "01.batch_bytes", "01.read_report"]
+P, F, E, T, M, X = "pass", "fail", "error", "timeout", "missing", "malformed"
+
+EXPECTED = {  # submission: (choose_device, same_device, batch_bytes, read_report)
+    "01_good.ipynb": (P, P, P, P),
+    "01_partly_wrong.ipynb": (F, P, F, P),  # two wrong answers learners really write
+    "01_renamed.ipynb": (P, P, M, M),  # renamed without its check / deleted; check(ID, pick) found
+    "01_import_error.ipynb": (P, E, E, P),  # SyntaxError cell; a failing import before the def
+    "01_infinite_loop.ipynb": (P, T, P, P),  # a looping function and a looping cell
+    "01_stubborn_loop.ipynb": (P, P, T, T),  # swallows every interruption: killed at --timeout
+    "01_memory_hog.ipynb": (P, E, E, P),  # MemoryError under the address-space limit
+    "01_sys_exit.ipynb": (P, P, P, E),  # sys.exit in a cell is contained; in a function, an error
+    "01_os_exit.ipynb": (E, E, E, E),
+    "01_kill_parent.ipynb": (E, E, E, E),
+    "01_killpg.ipynb": (E, E, E, E),
+    "01_fork_escape.ipynb": (P, P, P, P),  # its orphan is killed; its grades stand
+    "01_kill_parent_and_fork.ipynb": (E, E, E, E),
+    "01_output_flood.ipynb": (P, P, P, P),
+    "01_fake_pass.ipynb": (F, F, F, F),  # patches the checks and prints pass lines
+    "01_calls_reference.ipynb": (E, E, E, E),  # imports / opens the course's reference
+    "01_strange_values.ipynb": (F, F, F, F),  # objects that claim to equal everything
+    "01_unsolved.ipynb": (E, E, E, E),  # the generated exercise notebook, untouched
+    "01_not_json.ipynb": (X, X, X, X),
+    "01_not_a_notebook.ipynb": (X, X, X, X),
+    "01_invalid_schema.ipynb": (X, X, X, X),
+    "01_empty.ipynb": (M, M, M, M),
+}
+
+
+def ours(needle: str) -> list[str]:
+    """Command lines of live processes that contain ``needle``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    line = fh.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in line:
+                found.append(line)
+    return found
+
+
+def grade_class(out: Path, seed: int) -> subprocess.CompletedProcess:
+    work = out / "tmp"
+    work.mkdir(parents=True)
+    env = {**os.environ, "TMPDIR": str(work)}  # every submission's folder lives under `out`
+    return subprocess.run(
+        [sys.executable, "-m", "course_utils.cli", "grade", str(CLASS), "--out", str(out / "gradebook.csv"),
+         "--json", str(out / "details.json"), "--jobs", "2", "--timeout", "12", "--seed", str(seed)],
+        capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("needs Linux /proc to prove no process is left")
+    first, second = tmp_path_factory.mktemp("run1"), tmp_path_factory.mktemp("run2")
+    done = [grade_class(first, seed=1), grade_class(second, seed=2)]
+    return [(folder, result, ours(str(folder)) + ours(MARKER))
+            for folder, result in zip((first, second), done, strict=True)]
+
+
+def table(path: Path) -> dict[str, tuple[str, ...]]:
+    rows = list(csv.DictReader(path.open()))
+    return {r["submission"]: tuple(r[i] for i in IDS) for r in rows}
+
+
+@pytest.mark.slow
+def test_is_every_row_of_the_fixture_class_right_with_nothing_left_running(runs):
+    for folder, result, leftovers in runs:
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert table(folder / "gradebook.csv") == EXPECTED
+        assert leftovers == []
+
+
+@pytest.mark.slow
+def test_does_grading_twice_with_other_seeds_give_the_same_gradebook(runs):
+    (first, _, _), (second, _, _) = runs
+    assert (first / "gradebook.csv").read_bytes() == (second / "gradebook.csv").read_bytes()
+    seeds = [json.loads((f / "details.json").read_text())["seed"] for f in (first, second)]
+    assert seeds == [1, 2]
+
+
+@pytest.mark.slow
+def test_do_the_details_and_the_report_say_what_happened(runs):
+    folder, result, _ = runs[0]
+    doc = json.loads((folder / "details.json").read_text())
+    rows = {s["submission"]: s for s in doc["submissions"]}
+    wrong = rows["01_fake_pass.ipynb"]["results"]["01.batch_bytes"]
+    assert (wrong["case"], wrong["expected"], wrong["got"]) == ("the same batch in float16", "6291456",
+                                                                "12582912")
+    flood = rows["01_output_flood.ipynb"]["run"]
+    assert flood["stdout_bytes"] > 30_000_000 and len(flood["stdout"]) <= 20_000
+    stolen = rows["01_calls_reference.ipynb"]["results"]
+    assert "not available while grading" in stolen["01.choose_device"]["detail"]
+    assert "not readable while grading" in stolen["01.batch_bytes"]["detail"]
+    assert rows["01_fork_escape.ipynb"]["run"]["swept"] >= 1
+    assert "killed" in rows["01_kill_parent.ipynb"]["note"]
+    assert "01.batch_bytes" in result.stdout and "seed 1" in result.stdout
+    page = (folder / "gradebook.html").read_text()
+    assert "data:image/png;base64," in page and "01_stubborn_loop.ipynb" in page

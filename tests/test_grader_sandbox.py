@@ -1,0 +1,170 @@
+"""Does the grading sandbox contain what a submission's process does?
+
+These tests drive the supervisor with tiny ``python -c`` children (no torch, milliseconds each):
+floods of output, runaway loops, double forks that call setsid and exec with an empty environment,
+and children that kill their supervisor. Every child names itself with a unique marker so the
+tests can prove, by scanning /proc, that nothing it started is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from course_utils.grader import procs
+from course_utils.grader.sandbox import SUPERVISOR, Limits, Sandbox, read_results
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+ESCAPE = """
+import os, sys
+def escape(marker):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", marker], {})
+        os._exit(0)
+    os.wait()
+"""
+
+
+@pytest.fixture
+def marker() -> str:
+    """A unique word for the command lines of the processes one test starts."""
+    return f"grader-test-{uuid.uuid4().hex[:12]}"
+
+
+def alive(marker: str) -> list[int]:
+    """Processes whose command line holds the marker (zombies have none, so they do not count)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
+
+
+def gone(marker: str, within: float = 3.0) -> bool:
+    end = time.monotonic() + within
+    while alive(marker) and time.monotonic() < end:
+        time.sleep(0.05)
+    return not alive(marker)
+
+
+def supervise(tmp_path: Path, code: str, *args: str, timeout: float = 10, reap: bool = True,
+              output_cap: int = 1000):
+    """Run ``python -c code args...`` under a supervisor, as the grader does; return its status."""
+    sandbox = Sandbox(Limits(timeout=timeout, output_cap=output_cap), reap_orphans=reap)
+    token = f"{sandbox.run_token}.1"
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    spec = sandbox._spec(tmp_path, token)
+    spec["cmd"] = [sys.executable, "-c", code, *args]
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    try:
+        return sandbox._supervise(path, token)
+    finally:
+        sandbox.close()
+
+
+def test_does_a_sweep_stop_and_kill_a_whole_process_tree(marker):
+    code = ("import os, time\nfor _ in range(3):\n    if os.fork() == 0:\n        os.fork()\n"
+            "        time.sleep(600)\ntime.sleep(600)")
+    root = subprocess.Popen([sys.executable, "-c", code, marker])
+    time.sleep(0.5)
+    assert len(alive(marker)) == 7
+    killed = procs.sweep(lambda ps: {root.pid})
+    root.wait()
+    assert len(killed) == 7 and gone(marker)
+
+
+def test_is_a_flood_of_output_read_to_the_end_but_only_its_head_kept(tmp_path):
+    code = "import sys\nfor _ in range(2000):\n    print('x' * 9999)\nsys.stderr.write('e' * 5_000_000)"
+    status = supervise(tmp_path, code, output_cap=1000)
+    assert status.returncode == 0 and not status.timed_out
+    assert status.stdout == "x" * 1000 and status.stdout_bytes == 20_000_000
+    assert len(status.stderr) == 1000 and status.stderr_bytes == 5_000_000
+
+
+def test_does_the_wall_clock_limit_kill_the_child_and_its_group(tmp_path, marker):
+    code = (f"import os, sys, time\nif os.fork() == 0:\n    os.execv(sys.executable, [sys.executable, '-c', "
+            f"'import time; time.sleep(600)', '{marker}'])\nwhile True:\n    pass")
+    started = time.monotonic()
+    status = supervise(tmp_path, code, timeout=1.5)
+    assert status.timed_out and status.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 6
+    assert gone(marker)
+
+
+def test_is_a_double_forked_setsid_escapee_with_an_empty_environment_killed(tmp_path, marker):
+    status = supervise(tmp_path, ESCAPE + f"escape({marker!r})")
+    assert status.returncode == 0 and status.swept >= 1
+    assert gone(marker)
+
+
+@pytest.mark.parametrize("how", ["os.kill(os.getppid(), signal.SIGKILL)",
+                                 "os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)"])
+def test_does_a_child_that_kills_its_supervisor_leave_nothing_behind(tmp_path, marker, how):
+    code = ESCAPE + f"escape({marker!r})\nimport signal, time\n{how}\ntime.sleep(600)"
+    status = supervise(tmp_path, code)
+    assert status.supervisor_died  # ... and we, the grader, are still here to say so
+    assert gone(marker)
+
+
+def test_does_killing_its_own_group_hurt_only_the_child(tmp_path):
+    status = supervise(tmp_path, "import os, signal\nos.killpg(0, signal.SIGKILL)")
+    assert not status.supervisor_died and status.returncode == -signal.SIGKILL
+
+
+def test_does_the_child_run_in_its_own_session_under_the_limits(tmp_path):
+    code = ("import os, resource, json\nprint(json.dumps({'session_leader': os.getsid(0) == os.getpid(), "
+            "'limits': [resource.getrlimit(r)[0] for r in (resource.RLIMIT_AS, resource.RLIMIT_CPU, "
+            "resource.RLIMIT_FSIZE, resource.RLIMIT_CORE)], 'env': sorted(os.environ)}))")
+    status = supervise(tmp_path, code, timeout=7, output_cap=10_000)
+    seen = json.loads(status.stdout)
+    lim = Limits()
+    assert seen["session_leader"]
+    assert seen["limits"] == [lim.memory_mb * 2**20, 9, lim.result_cap, 0]
+    assert "MPS_DETECTIVE_GRADING" in seen["env"] and "OMP_NUM_THREADS" in seen["env"]
+    assert not any(v.startswith(("SSH", "AWS", "GITHUB")) for v in seen["env"])
+
+
+def test_does_the_supervisor_clean_up_when_the_grader_dies(tmp_path, marker):
+    sandbox = Sandbox(Limits(timeout=60), reap_orphans=False)
+    (tmp_path / "tmp").mkdir()
+    spec = sandbox._spec(tmp_path, f"{sandbox.run_token}.1")
+    spec["cmd"] = [sys.executable, "-c", "import time; time.sleep(600)", marker]
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    grader = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               f"subprocess.Popen([sys.executable, {str(SUPERVISOR)!r}, "
+                               f"{str(tmp_path / 'spec.json')!r}])\ntime.sleep(600)"])
+    end = time.monotonic() + 10
+    while not alive(marker) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert alive(marker)
+    grader.kill()
+    grader.wait()
+    assert gone(marker, within=5)
+    sandbox.close()
+
+
+def test_are_the_results_read_with_a_size_cap_and_garbage_skipped(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"event": "cells"}\nnot json\n[1, 2]\n' + '{"exercise": "x"}\n' * 10)
+    records, problem = read_results(path, cap=10_000)
+    assert records[0] == {"event": "cells"} and len(records) == 11 and problem is None
+    records, problem = read_results(path, cap=60)
+    assert len(records) < 11 and "exceed" in problem
+    assert read_results(tmp_path / "absent.jsonl", cap=10) == ([], None)
