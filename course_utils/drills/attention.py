@@ -1,0 +1,74 @@
+"""Attention bugs (lesson 07): the padding mask applied after softmax."""
+
+from __future__ import annotations
+
+from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+
+AFTER_BUGGY = code("""
+    import math
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    B, S, D = 2, 5, 8
+    q, k, v = torch.randn(B, S, D), torch.randn(B, S, D), torch.randn(B, S, D)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])   # 1 = token, 0 = padding
+    scores = q @ k.transpose(-2, -1) / math.sqrt(D)
+    weights = F.softmax(scores, dim=-1)
+    weights = weights * mask[:, None, :]                       # drop padding ... after softmax
+    out = weights @ v
+""")
+
+AFTER_FIXED = AFTER_BUGGY.replace(
+    "weights = F.softmax(scores, dim=-1)\n"
+    "weights = weights * mask[:, None, :]                       # drop padding ... after softmax\n",
+    "scores = scores.masked_fill(mask[:, None, :] == 0, float(\"-inf\"))   # before softmax\n"
+    "weights = F.softmax(scores, dim=-1)\n")
+
+
+def _after_measure(run: Run) -> Symptom:
+    weights, mask = run["weights"], run["mask"]
+    sums = weights.sum(-1)[1]
+    off = (weights.sum(-1) - 1).abs().max().item()
+    buggy = off > 1e-5
+    lo, hi = sums.min().item(), sums.max().item()
+    text = (f"sequence 2's attention rows sum to {lo:.2f}..{hi:.2f}, not 1" if buggy else
+            "every attention row sums to 1")
+    padding = (weights * (mask[:, None, :] == 0)).abs().max().item()
+    text += f"; largest weight on a padding key: {padding:.2f}"
+
+    def plot(ax):
+        ax.imshow(weights[1].detach(), vmin=0, vmax=1, cmap="viridis")
+        ax.set(xlabel="key (last two are padding)", ylabel="query",
+               title="sequence 2's attention weights")
+
+    return Symptom(text, buggy, {"max_row_error": off, "padding_weight": padding}, plot=plot)
+
+
+AFTER = Drill(
+    id="attention.mask_after_softmax",
+    category="attention",
+    title="The padding mask applied after softmax",
+    buggy_code=AFTER_BUGGY,
+    fixed_code=AFTER_FIXED,
+    measure=_after_measure,
+    question=shuffled_question(
+        "attention.mask_after_softmax",
+        "Padding weights are zeroed after softmax. Why does this still corrupt the output?",
+        "Padding already took part of softmax's denominator",
+        ("It does not: a zero weight means no influence",
+         "Multiplying by the mask breaks autograd's graph",
+         "softmax over a batch mixes the sequences together"),
+        "mask the scores with -inf before softmax: exp(-inf) = 0, so padding takes no "
+        "probability and the real keys' weights sum to 1"),
+    hints=("Sum each row of weights for the padded sequence.",
+           "scores.masked_fill(mask[:, None, :] == 0, float('-inf')) before the softmax."),
+    explanation="softmax normalised over all keys, padding included; zeroing the padding "
+                "afterwards leaves rows that sum to less than 1, by an amount that depends on "
+                "the padding, so outputs shrink with the padding ratio. Fill padding scores with "
+                "-inf before softmax: padding gets exactly 0 and the rest sums to 1.",
+    source="seed 004, advanced incident 3 (attention mask bug)",
+    exercise="07.masked_attention",
+)
+
+DRILLS = (AFTER,)

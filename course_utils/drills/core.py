@@ -1,0 +1,196 @@
+"""What a drill is: buggy code that runs, the measurement that shows its symptom, and the fix.
+
+Lesson 07 teaches with these drills; lesson 08 times them. A drill's ``buggy_code`` and
+``fixed_code`` are complete, runnable sources: ``symptom()`` executes the buggy one in a fresh
+namespace and hands the namespace to the drill's ``measure`` function, which returns a
+``Symptom``. ``fix_check()`` does the same with the fixed code; a drill is well made when the
+buggy run shows the bug and the fixed run does not (tests/test_drills.py proves it for every drill).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from course_utils.quiz import Question
+
+
+@dataclass(frozen=True)
+class Run:
+    """What executing a drill's code left behind: its namespace, the error it raised (if any),
+    and the warnings it emitted (recorded, never printed)."""
+
+    namespace: dict
+    error: BaseException | None = None
+    warnings: tuple[str, ...] = ()
+    source: str = ""
+
+    def line(self, number: int) -> str:
+        """Line ``number`` (1-based) of the code that ran, without its comment."""
+        lines = self.source.splitlines()
+        return lines[number - 1].split("#")[0].strip() if 0 < number <= len(lines) else "?"
+
+    def __getitem__(self, name: str) -> Any:
+        return self.namespace[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.namespace.get(name, default)
+
+    @property
+    def error_text(self) -> str:
+        """``Type: message`` of the error, first line only ('' when the code ran through)."""
+        if self.error is None:
+            return ""
+        return f"{type(self.error).__name__}: {str(self.error).strip().splitlines()[0]}"
+
+
+@dataclass(frozen=True)
+class Symptom:
+    """The result of running a drill's code (lesson 07).
+
+    ``summary`` is one or two short, deterministic lines; ``buggy`` says whether the run shows
+    the bug; ``values`` holds the numbers behind the summary; ``error`` the error text when the
+    symptom is an exception; ``plot`` (optional) draws the symptom on a matplotlib Axes.
+    """
+
+    summary: str
+    buggy: bool
+    values: Mapping[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    plot: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.summary
+
+    def figure(self, figsize: tuple[float, float] = (6, 3)):
+        """A small matplotlib figure of the symptom, or None when the drill has no plot."""
+        if self.plot is None:
+            return None
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=figsize, dpi=80)
+        self.plot(ax)
+        fig.tight_layout()
+        return fig
+
+
+Runner = Callable[[str, str], Run]
+
+
+def run_code(code: str, name: str = "drill") -> Run:
+    """Execute ``code`` in a fresh namespace; keep the error and the warnings instead of raising."""
+    namespace: dict = {"__name__": f"drill_{name.replace('.', '_')}"}
+    compiled = compile(code, f"<drill {name}>", "exec")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            exec(compiled, namespace)  # noqa: S102 - drills are the course's own code
+            error = None
+        except Exception as err:  # noqa: BLE001 - the error is the symptom being measured
+            error = err
+    return Run(namespace, error, tuple(str(w.message) for w in caught), code)
+
+
+@contextlib.contextmanager
+def quiet_fds(*fds: int):
+    """Silence C-level output on file descriptors ``fds`` (default 1 and 2) for a moment: the
+    profiler's native library prints timestamped lines there, which no notebook should store."""
+    fds = fds or (1, 2)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(fd) for fd in fds]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in fds:
+            os.dup2(null, fd)
+        yield
+    finally:
+        for fd, copy in zip(fds, saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(null)
+
+
+def shuffled_question(drill_id: str, prompt: str, right: str, wrong: tuple[str, ...],
+                      why: str) -> Question:
+    """A Question whose choices are ``right`` + ``wrong`` in an order fixed by the drill's id:
+    stable between runs, but the right answer is not always in the same position."""
+    choices = [right, *wrong]
+    order = list(range(len(choices)))
+    random.Random(f"drill:{drill_id}").shuffle(order)
+    return Question(prompt, tuple(choices[i] for i in order), order.index(0), why)
+
+
+@dataclass(frozen=True)
+class Drill:
+    """One spot-the-bug drill, declared once (lesson 07; lesson 08's timed drills reuse it).
+
+    ``id`` is "<category>.<name>"; ``question`` is a ``course_utils.quiz.Question`` (prompt,
+    choices in display order, ``answer`` index, ``why``); ``exercise`` names the graded fix in
+    ``course_utils.bank.lesson07`` when there is one; ``source`` cites where the facts come from.
+    """
+
+    id: str
+    category: str
+    title: str
+    buggy_code: str
+    fixed_code: str
+    measure: Callable[[Run], Symptom] = field(repr=False)
+    question: Question = field(repr=False)
+    hints: tuple[str, ...] = ()
+    explanation: str = ""
+    source: str = ""
+    exercise: str | None = None
+    runner: Runner = field(default=run_code, repr=False, compare=False)
+    emulated: str = ""  # what a CPU run stands in for, when anything ("" = nothing emulated)
+
+    def symptom(self) -> Symptom:
+        """Run the buggy code and measure what it did."""
+        return self.measure(self.runner(self.buggy_code, self.id))
+
+    def fix_check(self) -> Symptom:
+        """Run the fixed code through the same measurement; ``.buggy`` is False when it works."""
+        return self.measure(self.runner(self.fixed_code, self.id + ".fixed"))
+
+    @property
+    def why(self) -> str:
+        """The explanation with its source, as the card shows it after the reveal."""
+        return f"{self.explanation} (source: {self.source})" if self.source else self.explanation
+
+    def report(self, code: bool = True) -> str:
+        """Run both versions and describe them: title, buggy code, symptom, result after the fix."""
+        lines = [f"■ {self.id} · {self.title}"]
+        if code:
+            lines.append(textwrap.indent(self.buggy_code.strip("\n"), "  │ "))
+        lines.append(_labelled("symptom:", str(self.symptom())))
+        lines.append(_labelled("fixed:", str(self.fix_check())))
+        if self.emulated:
+            lines.append(_labelled("emulated:", self.emulated))
+        return "\n".join(lines)
+
+
+def _labelled(label: str, text: str) -> str:
+    pad = " " * 12
+    body = textwrap.indent(text, pad).lstrip()
+    return f"  {label:<10}{body}"
+
+
+def code(source: str) -> str:
+    """Dedent a drill's source and strip the blank first line a triple-quoted string has."""
+    return textwrap.dedent(source).strip("\n") + "\n"
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    """A number rounded to ``digits`` significant figures, stable for printed summaries."""
+    if x != x:  # NaN
+        return "nan"
+    if x in (float("inf"), float("-inf")):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}g}"

@@ -1,0 +1,186 @@
+"""Data bugs (lesson 07): no shuffle on class-sorted data, statistics leaked from the test split,
+normalisation constants for another kind of data."""
+
+from __future__ import annotations
+
+from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+
+SHUFFLE_BUGGY = code("""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    centers = torch.tensor([[1.0, 0.0], [-0.5, 0.87], [-0.5, -0.87]])
+    y = torch.arange(3).repeat_interleave(200)          # the file is sorted: 0s, then 1s, then 2s
+    x = centers[y] + 1.2 * torch.randn(600, 2)
+    loader = DataLoader(TensorDataset(x, y), batch_size=50)   # shuffle defaults to False
+    model = nn.Linear(2, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    batch_classes = []                                  # (instrumentation)
+    for epoch in range(2):
+        for xb, yb in loader:
+            batch_classes.append(yb.unique().numel())
+            loss = F.cross_entropy(model(xb), yb)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+
+SHUFFLE_FIXED = SHUFFLE_BUGGY.replace(
+    "loader = DataLoader(TensorDataset(x, y), batch_size=50)   # shuffle defaults to False\n",
+    "loader = DataLoader(TensorDataset(x, y), batch_size=50, shuffle=True,\n"
+    "                    generator=torch.Generator().manual_seed(0))\n")
+
+
+def _shuffle_measure(run: Run) -> Symptom:
+    import torch
+
+    with torch.no_grad():
+        pred = run["model"](run["x"]).argmax(1)
+    acc = (pred == run["y"]).float().mean().item()
+    counts = torch.bincount(pred, minlength=3).tolist()
+    single = sum(c == 1 for c in run["batch_classes"])
+    total = len(run["batch_classes"])
+    return Symptom(f"{single} of {total} batches hold a single class; accuracy {acc:.2f}; "
+                   f"predictions per class {counts} (200 each in the data)", single == total,
+                   {"single_class_batches": single, "accuracy": acc, "predicted": counts})
+
+
+SHUFFLE = Drill(
+    id="data.no_shuffle",
+    category="data",
+    title="No shuffle on class-sorted data",
+    buggy_code=SHUFFLE_BUGGY,
+    fixed_code=SHUFFLE_FIXED,
+    measure=_shuffle_measure,
+    question=shuffled_question(
+        "data.no_shuffle",
+        "The data file is sorted by class. Training runs, but the model favours the class it saw "
+        "last. What is missing?",
+        "shuffle=True in the training DataLoader",
+        ("A larger batch size, so each batch sees more data",
+         "num_workers > 0, so batches are loaded in parallel",
+         "drop_last=True, so the last partial batch is skipped"),
+        "DataLoader's shuffle defaults to False; sorted data then gives single-class batches"),
+    hints=("Look at the labels of a few consecutive batches.",
+           "DataLoader(..., shuffle=True) for training; keep evaluation loaders unshuffled."),
+    explanation="DataLoader does not shuffle unless asked (shuffle defaults to False). On data "
+                "sorted by class every batch holds one class, so the gradient of each stretch "
+                "pulls the model towards that class and the end of the epoch wins: predictions "
+                "pile up on the class seen last. Shuffle the training loader (with a seeded "
+                "generator for reproducibility).",
+    source="seed 004, bug 7",
+)
+
+LEAK_BUGGY = code("""
+    import torch
+
+    torch.manual_seed(0)
+    data = torch.randn(1000, 3) * 4 + 10
+    data[800:] += 3                          # the last rows (our test split) come from later
+    mean, std = data.mean(0), data.std(0)    # statistics of ALL rows
+    normed = (data - mean) / std
+    train, test = normed[:800], normed[800:]
+""")
+
+LEAK_FIXED = code("""
+    import torch
+
+    torch.manual_seed(0)
+    data = torch.randn(1000, 3) * 4 + 10
+    data[800:] += 3                          # the last rows (our test split) come from later
+    train_raw, test_raw = data[:800], data[800:]          # split first
+    mean, std = train_raw.mean(0), train_raw.std(0)       # statistics of the training rows only
+    train, test = (train_raw - mean) / std, (test_raw - mean) / std
+""")
+
+
+def _leak_measure(run: Run) -> Symptom:
+    train, test = run["train"], run["test"]
+    train_mean = train.mean(0).abs().max().item()
+    test_shift = test.mean(0).mean().item()
+    leaked = train_mean > 1e-3
+    shown = round(train.mean(0).mean().item(), 2) + 0.0  # no "-0.00"
+    return Symptom(f"training features' mean is {shown:+.2f} (0 when the "
+                   f"statistics come from the training rows); the test split looks shifted by "
+                   f"{test_shift:+.2f} std", leaked,
+                   {"train_mean": train_mean, "test_shift": test_shift})
+
+
+LEAK = Drill(
+    id="data.test_statistics_leak",
+    category="data",
+    title="Normalisation statistics from the test split",
+    buggy_code=LEAK_BUGGY,
+    fixed_code=LEAK_FIXED,
+    measure=_leak_measure,
+    question=shuffled_question(
+        "data.test_statistics_leak",
+        "Validation looks better than production. What is wrong with this preprocessing?",
+        "mean and std are fitted on all rows, test rows included",
+        ("std() should use unbiased=False for large datasets",
+         "Each batch should be normalised with its own statistics",
+         "Nothing: more rows give better statistics"),
+        "fit every preprocessing statistic on the training split only, then apply it unchanged "
+        "to validation and test"),
+    hints=("Which rows do mean and std see?",
+           "Split first; fit mean and std on the training rows; apply them to both splits."),
+    explanation="Statistics fitted before the split include the test rows: the training inputs "
+                "then depend on the test data, and a test split that drifted looks closer to "
+                "training than it is, so evaluation flatters the model. Split first, fit on "
+                "train, apply to everything else.",
+    source="seed 004, bug 8 and interview question 'Debug Wrong Accuracy'",
+    exercise="07.split_normalise",
+)
+
+CONSTANTS_BUGGY = code("""
+    import torch
+
+    torch.manual_seed(0)
+    images = torch.randint(0, 256, (16, 3, 8, 8), dtype=torch.uint8)   # decoded pixels, 0..255
+    mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)        # ImageNet's constants,
+    std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)         # meant for pixels in 0..1
+    x = (images.float() - mean) / std
+""")
+
+CONSTANTS_FIXED = CONSTANTS_BUGGY.replace("x = (images.float() - mean) / std",
+                                          "x = (images.float() / 255 - mean) / std")
+
+
+def _constants_measure(run: Run) -> Symptom:
+    x = run["x"]
+    m, s = x.mean().item(), x.std().item()
+    buggy = abs(m) > 3 or s > 3
+    return Symptom(f"normalised inputs: mean {m:.1f}, std {s:.1f} (should be near 0 and 1)",
+                   buggy, {"mean": m, "std": s})
+
+
+CONSTANTS = Drill(
+    id="data.wrong_normalisation_constants",
+    category="data",
+    title="Normalisation constants for another scale",
+    buggy_code=CONSTANTS_BUGGY,
+    fixed_code=CONSTANTS_FIXED,
+    measure=_constants_measure,
+    question=shuffled_question(
+        "data.wrong_normalisation_constants",
+        "The network trains slowly and its first layer saturates. What is wrong with the input "
+        "normalisation?",
+        "The constants assume pixels in [0, 1]; these are 0..255",
+        ("uint8 images must be normalised per image, not per channel",
+         "The std must be divided out before the mean is subtracted",
+         "The constants must be computed on the test split"),
+        "normalisation constants belong to a data scale: convert to [0, 1] first or compute "
+        "the constants from your own training data"),
+    hints=("Print x.mean() and x.std() after normalising.",
+           "Divide by 255 first, or compute mean and std from your own training set."),
+    explanation="The ImageNet mean and std are for pixels scaled to [0, 1]. Applied to 0..255 "
+                "values they leave the inputs in the hundreds, so the first "
+                "layer saturates and training crawls. Scale to [0, 1] first, or compute the "
+                "constants from your own training split.",
+    source="seed 004, bug 9 (ImageNet mean/std on other data)",
+)
+
+DRILLS = (SHUFFLE, LEAK, CONSTANTS)

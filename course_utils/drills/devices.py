@@ -1,0 +1,57 @@
+"""Device bugs (lesson 07): a model and its batch on different devices."""
+
+from __future__ import annotations
+
+from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+
+MISMATCH_BUGGY = code("""
+    import torch
+    from torch import nn
+
+    model = nn.Linear(768, 3).to("meta")   # "meta" plays the GPU here; on a Mac read "mps"
+    x = torch.randn(32, 768)                # created on the default device: the CPU
+    out = model(x)
+""")
+
+MISMATCH_FIXED = MISMATCH_BUGGY.replace(
+    "x = torch.randn(32, 768)                # created on the default device: the CPU\n",
+    "device = next(model.parameters()).device\n"
+    "x = torch.randn(32, 768, device=device)  # created where the model lives\n")
+
+
+def _mismatch_measure(run: Run) -> Symptom:
+    if run.error is not None:
+        return Symptom(f"forward raised {run.error_text}", True, error=run.error_text)
+    out = run["out"]
+    return Symptom(f"forward ran: out {tuple(out.shape)} on {out.device.type}, the model's "
+                   "device", False)
+
+
+MISMATCH = Drill(
+    id="devices.device_mismatch",
+    category="devices",
+    title="Model and batch on different devices",
+    buggy_code=MISMATCH_BUGGY,
+    fixed_code=MISMATCH_FIXED,
+    measure=_mismatch_measure,
+    question=shuffled_question(
+        "devices.device_mismatch",
+        "The model was moved to the GPU; the forward pass raises an error about devices. Why?",
+        "x stayed on the CPU; the model is on the GPU",
+        ("The batch of 32 is too large for the GPU's memory",
+         "Unified memory should share tensors, so this is a driver bug",
+         "model.to() moves the weights but not the biases"),
+        "placement is explicit: move (or create) every tensor a model meets on the model's "
+        "device, inputs and labels alike"),
+    hints=("Compare x.device with next(model.parameters()).device.",
+           "Create the batch with device=..., or move it with x.to(device); choose the device "
+           "once (course_utils.device.pick_device)."),
+    explanation="Tensors are created on the CPU unless told otherwise, and PyTorch never moves "
+                "them for you, even on Apple silicon's unified memory. Read the model's device "
+                "from a parameter and create or move every input (and the labels) there; choose "
+                "the device in one place.",
+    source="seed 004, bug 10; lesson 01 (require_same_device)",
+    emulated="the 'meta' device stands in for mps/cuda on a machine without a GPU",
+)
+
+DRILLS = (MISMATCH,)

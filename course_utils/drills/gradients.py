@@ -1,0 +1,226 @@
+"""Gradient bugs (lesson 07): a missing zero_grad, the step-%-4 accumulation loop, an in-place
+op that breaks autograd."""
+
+from __future__ import annotations
+
+import torch
+
+from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+
+# --- missing zero_grad ---------------------------------------------------------------------------
+
+ZERO_GRAD_BUGGY = code("""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    grad_norms = []                                    # (instrumentation)
+    for step in range(5):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+        grad_norms.append(model.weight.grad.norm().item())
+""")
+
+ZERO_GRAD_FIXED = ZERO_GRAD_BUGGY.replace(
+    "    loss.backward()\n", "    optimizer.zero_grad()\n    loss.backward()\n")
+
+
+def _zero_grad_measure(run: Run) -> Symptom:
+    norms = run["grad_norms"]
+    ratios = [n / norms[0] for n in norms]
+    grows = ratios[-1] > 2
+    text = ", ".join(f"{r:.2f}" for r in ratios)
+    verdict = "grows with every step" if grows else "stays the size of one batch's gradient"
+    return Symptom(f".grad norm at steps 1-5, relative to step 1: {text} ({verdict})", grows,
+                   {"ratios": ratios},
+                   plot=lambda ax: (ax.plot(range(1, len(ratios) + 1), ratios, "o-"),
+                                    ax.set(xlabel="step", ylabel="|grad| / |grad at step 1|")))
+
+
+ZERO_GRAD = Drill(
+    id="gradients.missing_zero_grad",
+    category="gradients",
+    title="Missing optimizer.zero_grad()",
+    buggy_code=ZERO_GRAD_BUGGY,
+    fixed_code=ZERO_GRAD_FIXED,
+    measure=_zero_grad_measure,
+    question=shuffled_question(
+        "gradients.missing_zero_grad",
+        "The loss falls at first, then the run goes unstable. What is wrong with this loop?",
+        "Nothing clears .grad, so gradients pile up",
+        ("optimizer.step() must be called before loss.backward()",
+         "mse_loss averages, so SGD needs reduction='sum'",
+         "lr=0.01 is too high for a linear model with 8 inputs"),
+        "PyTorch accumulates gradients on purpose; without zero_grad() the gradient at step k is "
+        "the sum of all k so far, as if the learning rate grew with every step"),
+    hints=("Print model.weight.grad.norm() after each backward().",
+           "Which call sets .grad back to zero, and is it in the loop?"),
+    explanation="backward() adds into .grad. Without optimizer.zero_grad() the gradient used at "
+                "step k is the sum of k gradients, so the effective step grows linearly (here "
+                "about k times on the same batch). Call zero_grad() once per step, before backward().",
+    source="seed 004, spot-the-bug card 1 and bug 1",
+    exercise="07.zero_grad_loop",
+)
+
+# --- gradient accumulation with step % 4 ---------------------------------------------------------
+
+ACCUM_BUGGY = code("""
+    import copy
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    start = copy.deepcopy(model)                          # (instrumentation) for the check
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    micro_batches = [(torch.randn(4, 8), torch.randn(4, 1)) for _ in range(8)]
+    for step, (x, y) in enumerate(micro_batches):
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        if step % 4 == 0:                                 # "one update per 4 micro-batches"
+            optimizer.step()
+""")
+
+ACCUM_FIXED = code("""
+    import copy
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    start = copy.deepcopy(model)                          # (instrumentation) for the check
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    micro_batches = [(torch.randn(4, 8), torch.randn(4, 1)) for _ in range(8)]
+    optimizer.zero_grad()
+    for step, (x, y) in enumerate(micro_batches):
+        loss = F.mse_loss(model(x), y) / 4                # each micro-batch is a quarter
+        loss.backward()
+        if (step + 1) % 4 == 0:                           # after micro-batches 4 and 8
+            optimizer.step()
+            optimizer.zero_grad()
+""")
+
+
+def big_batch_reference(start: torch.nn.Module, micro_batches, accum: int, lr: float):
+    """The model after one SGD step per group of ``accum`` micro-batches, each step on the
+    group's concatenation: what gradient accumulation must reproduce."""
+    import copy
+
+    import torch.nn.functional as F
+
+    model = copy.deepcopy(start)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for i in range(0, len(micro_batches), accum):
+        group = micro_batches[i:i + accum]
+        x = torch.cat([b[0] for b in group])
+        y = torch.cat([b[1] for b in group])
+        opt.zero_grad()
+        F.mse_loss(model(x), y).backward()
+        opt.step()
+    return model
+
+
+def _accum_measure(run: Run) -> Symptom:
+    ref = big_batch_reference(run["start"], run["micro_batches"], 4, 0.1)
+    diff = max((p - q).abs().max().item() for p, q in zip(run["model"].parameters(),
+                                                          ref.parameters(), strict=True))
+    buggy = diff > 1e-5
+    detail = f"differ from two big-batch steps (max abs diff {fmt(diff, 2)})" if buggy else (
+        "match two big-batch steps (max abs diff below 1e-5)")
+    return Symptom(f"weights after 8 micro-batches {detail}", buggy, {"max_diff": diff})
+
+
+ACCUM = Drill(
+    id="gradients.accumulation_step_mod_4",
+    category="gradients",
+    title="Gradient accumulation with step % 4",
+    buggy_code=ACCUM_BUGGY,
+    fixed_code=ACCUM_FIXED,
+    measure=_accum_measure,
+    question=shuffled_question(
+        "gradients.accumulation_step_mod_4",
+        "This loop should make one update per 4 micro-batches, equal to a big-batch step. "
+        "What is wrong?",
+        "Never zeroed, never divided, and it steps after batch 1",
+        ("Nothing: accumulating only changes speed, never the result",
+         "optimizer.step() belongs inside every micro-batch iteration",
+         "backward() must wait until all 4 losses are summed"),
+        "accumulation must sum a quarter of each micro-batch's gradient over exactly 4 "
+        "micro-batches, step, then zero"),
+    hints=("Count the micro-batches that contribute to each optimizer.step().",
+           "Step when (step + 1) % 4 == 0, divide each loss by 4, and zero_grad() after the step."),
+    explanation="The loop never zeroes the gradients, so every update uses the sum of all "
+                "micro-batches so far; step % 4 == 0 also fires after the very first micro-batch; "
+                "and without dividing each loss by 4 the summed gradient is 4 times a big batch's. "
+                "Fixed: loss / 4, step when (step + 1) % 4 == 0, then zero_grad().",
+    source="seed 004, interview question 'Debug Model Not Learning'; seed 001's accumulation loop",
+    exercise="07.accumulate",
+)
+
+# --- in-place op breaks autograd -----------------------------------------------------------------
+
+INPLACE_BUGGY = code("""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    layer = nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    h = torch.sigmoid(layer(x))     # sigmoid keeps its output for the backward pass
+    h += x                          # residual connection, written in place
+    h.sum().backward()
+""")
+
+INPLACE_FIXED = INPLACE_BUGGY.replace("h += x                          # residual connection, "
+                                      "written in place",
+                                      "h = h + x                       # a new tensor: the saved "
+                                      "output is intact")
+
+
+def _inplace_measure(run: Run) -> Symptom:
+    if run.error is not None:
+        text = run.error_text
+        short = text.split(":", 2)
+        return Symptom(f"backward() raised {short[0]}: {short[1].strip()}", True,
+                       error=text)
+    grad = run["layer"].weight.grad
+    ok = grad is not None and bool(torch.isfinite(grad).all())
+    return Symptom(f"backward() ran; layer.weight.grad is finite: {ok}", not ok)
+
+
+INPLACE = Drill(
+    id="gradients.inplace_breaks_autograd",
+    category="gradients",
+    title="An in-place op on a tensor autograd saved",
+    buggy_code=INPLACE_BUGGY,
+    fixed_code=INPLACE_FIXED,
+    measure=_inplace_measure,
+    question=shuffled_question(
+        "gradients.inplace_breaks_autograd",
+        "backward() raises 'one of the variables needed for gradient computation has been "
+        "modified by an inplace operation'. Which line is responsible, and why?",
+        "h += x overwrites the output sigmoid saved for backward",
+        ("layer(x): Linear frees its saved input after the forward",
+         "h.sum(): a reduction cannot follow an in-place add",
+         "torch.sigmoid: its gradient is undefined for large inputs"),
+        "autograd keeps a version counter on every saved tensor and refuses to use one that "
+        "changed after it was saved"),
+    hints=("Which operations keep their output for backward? sigmoid, exp and tanh do.",
+           "Replace the in-place update with an out-of-place one: h = h + x."),
+    explanation="sigmoid saves its output to compute its gradient (s * (1 - s)). h += x changes "
+                "that saved tensor; autograd notices through the tensor's version counter and "
+                "raises rather than compute a wrong gradient. Write h = h + x. Changes made "
+                "through .data or under no_grad() escape the check and do give silently wrong "
+                "gradients.",
+    source="seed 004, bug 6 and its quick check; PyTorch Autograd Mechanics notes (in-place "
+           "correctness checks)",
+)
+
+DRILLS = (ZERO_GRAD, ACCUM, INPLACE)

@@ -1,0 +1,119 @@
+"""Train/eval mode bugs (lesson 07): dropout and batch norm left in training mode at inference."""
+
+from __future__ import annotations
+
+from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+
+DROPOUT_BUGGY = code("""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 2))
+    x_test = torch.randn(8, 16)
+    # ... training happened here; the model is still in training mode
+    first = model(x_test)
+    second = model(x_test)                     # the same inputs, a moment later
+""")
+
+DROPOUT_FIXED = DROPOUT_BUGGY.replace(
+    "first = model(x_test)\nsecond = model(x_test)                     # the same inputs, a "
+    "moment later\n",
+    "model.eval()                               # dropout off, batch norm uses running stats\n"
+    "with torch.no_grad():                      # and no graph for backward\n"
+    "    first = model(x_test)\n"
+    "    second = model(x_test)\n")
+
+
+def _dropout_measure(run: Run) -> Symptom:
+    a, b = run["first"], run["second"]
+    diff = (a - b).abs().max().item()
+    flips = (a.argmax(1) != b.argmax(1)).sum().item()
+    graph = a.grad_fn is not None
+    buggy = diff > 0
+    return Symptom(f"two predictions of the same 8 inputs differ by up to {fmt(diff)} "
+                   f"(the predicted class flips for {flips} of 8); outputs carry a graph: {graph}", buggy,
+                   {"max_diff": diff, "flips": flips, "graph": graph})
+
+
+DROPOUT = Drill(
+    id="modes.dropout_at_eval",
+    category="modes",
+    title="Evaluating with dropout still on",
+    buggy_code=DROPOUT_BUGGY,
+    fixed_code=DROPOUT_FIXED,
+    measure=_dropout_measure,
+    question=shuffled_question(
+        "modes.dropout_at_eval",
+        "Accuracy is 90% in training but jumps between 60% and 89% at inference, run to run. "
+        "The model has Dropout(0.3). Most likely cause?",
+        "eval() was never called: dropout is still active",
+        ("The test set is too small to measure accuracy reliably",
+         "Dropout(0.3) is too high; 0.1 would make inference stable",
+         "The weights are still being updated during inference"),
+        "dropout is random only in training mode; model.eval() turns it into the identity"),
+    hints=("Call the model twice on the same input: are the outputs equal?",
+           "model.eval() before predicting, and torch.no_grad() to skip the graph."),
+    explanation="Dropout and batch norm behave differently in training and evaluation. In "
+                "training mode dropout zeroes a random 30% of units on every call, so the same "
+                "input gives different predictions. Call model.eval() (and wrap inference in "
+                "torch.no_grad(), which saves the memory of the graph); call model.train() "
+                "before training again.",
+    source="seed 004, bug 3 and its quick check",
+    exercise="07.predict",
+)
+
+BATCHNORM_BUGGY = code("""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1))
+    for _ in range(20):                        # training fills BatchNorm's running statistics
+        model(torch.randn(32, 4) + 2)
+    patient = torch.randn(1, 4) + 2            # one sample we want a prediction for
+    with torch.no_grad():
+        in_batch_a = model(torch.cat([patient, torch.randn(7, 4) + 2]))[0]
+        in_batch_b = model(torch.cat([patient, torch.randn(7, 4) + 5]))[0]
+""")
+
+BATCHNORM_FIXED = BATCHNORM_BUGGY.replace(
+    "with torch.no_grad():\n",
+    "model.eval()                               # use the running statistics\n"
+    "with torch.no_grad():\n")
+
+
+def _batchnorm_measure(run: Run) -> Symptom:
+    a, b = run["in_batch_a"].item(), run["in_batch_b"].item()
+    buggy = abs(a - b) > 1e-6
+    return Symptom(f"the same sample's prediction: {a:.3f} in one batch, {b:.3f} in another",
+                   buggy, {"a": a, "b": b})
+
+
+BATCHNORM = Drill(
+    id="modes.batchnorm_at_eval",
+    category="modes",
+    title="Batch norm in training mode at inference",
+    buggy_code=BATCHNORM_BUGGY,
+    fixed_code=BATCHNORM_FIXED,
+    measure=_batchnorm_measure,
+    question=shuffled_question(
+        "modes.batchnorm_at_eval",
+        "The same sample gets a different prediction depending on which other samples share "
+        "its batch. Why?",
+        "BatchNorm is in training mode: batch statistics",
+        ("torch.no_grad() changes the arithmetic of the forward pass",
+         "Linear layers mix information across the samples of a batch",
+         "The random seed differs between the two batches"),
+        "in training mode BatchNorm uses (and updates) batch statistics; in eval mode it uses "
+        "the running averages, so samples are independent"),
+    hints=("no_grad() does not change a module's mode: print model.training.",
+           "model.eval() makes BatchNorm use its running mean and variance."),
+    explanation="torch.no_grad() only stops graph recording; it does not switch modes. In "
+                "training mode BatchNorm normalises with the batch's own mean and variance (and "
+                "updates its running statistics), so a prediction depends on the batch. "
+                "model.eval() uses the running statistics: one sample, one answer.",
+    source="seed 004, bug 3 (BatchNorm uses batch statistics instead of running averages)",
+)
+
+DRILLS = (DROPOUT, BATCHNORM)

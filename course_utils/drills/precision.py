@@ -1,0 +1,86 @@
+"""Mixed-precision bugs (lesson 07): float16 training without a GradScaler, run on the CPU with
+real float16 arithmetic (torch.autocast on "cpu")."""
+
+from __future__ import annotations
+
+import math
+
+from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+
+FP16_BUGGY = code("""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(8):
+        x = torch.randn(32, 16)
+        y = x.sum(1, keepdim=True)
+        if step == 3:
+            x = x * 1000                                  # one batch of outliers
+        with torch.autocast("cpu", dtype=torch.float16):  # real float16 matmuls
+            loss = F.mse_loss(model(x).float(), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+""")
+
+FP16_FIXED = FP16_BUGGY.replace(
+    "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n",
+    "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
+    "scaler = torch.amp.GradScaler(\"cpu\")                  # dynamic loss scaling\n",
+).replace(
+    "    loss.backward()\n    optimizer.step()\n",
+    "    scaler.scale(loss).backward()\n"
+    "    scaler.step(optimizer)                             # skipped if a gradient is inf/NaN\n"
+    "    scaler.update()                                    # ... and the scale is halved\n")
+
+
+def _fp16_measure(run: Run) -> Symptom:
+    losses = run["losses"]
+    weights_ok = all(bool(p.isfinite().all()) for p in run["model"].parameters())
+    shown = ", ".join(fmt(v) for v in losses)
+    tail = f"weights finite: {weights_ok}"
+    scaler = run.get("scaler")
+    if scaler is not None:
+        skipped = round(math.log2(65536.0 / scaler.get_scale()))
+        tail += f"; scale 65536 -> {scaler.get_scale():.0f}: {skipped} steps skipped"
+    return Symptom(f"losses by step: {shown}\n{tail}", not math.isfinite(losses[-1]),
+                   {"losses": losses, "weights_finite": weights_ok})
+
+
+FP16 = Drill(
+    id="numerics.fp16_without_grad_scaler",
+    category="numerics",
+    title="float16 training without a GradScaler",
+    buggy_code=FP16_BUGGY,
+    fixed_code=FP16_FIXED,
+    measure=_fp16_measure,
+    question=shuffled_question(
+        "numerics.fp16_without_grad_scaler",
+        "fp16 autocast, no GradScaler: the loss is normal, one batch of outliers arrives, and "
+        "every loss after it is NaN. What happened?",
+        "A float16 gradient overflowed to inf; AdamW used it",
+        ("The outlier batch's loss was NaN in float32 as well",
+         "AdamW cannot update weights that autocast turned to float16",
+         "autocast cast the labels to float16 and they overflowed"),
+        "float16 overflows above 65504; a GradScaler checks every gradient for inf/NaN, skips "
+        "that step and lowers its scale, so one bad batch cannot poison the weights"),
+    hints=("Check torch.isfinite on every parameter's .grad right after backward().",
+           "torch.amp.GradScaler: scaler.scale(loss).backward(); scaler.step(optimizer); "
+           "scaler.update()."),
+    explanation="float16 holds at most 65504. The outlier batch's loss is finite, but a "
+                "gradient computed in float16 passes 65504 and becomes inf; AdamW steps with it, "
+                "the weights become NaN and training cannot recover. A GradScaler multiplies the "
+                "loss (from 65536), checks the unscaled gradients for inf/NaN, skips such a step "
+                "and halves its scale. A few skipped steps, especially at the start, are normal: "
+                "the scaler is finding its level. bfloat16 has float32's range and rarely needs "
+                "one.",
+    source="seed 004, advanced incident 1 (AMP overflow) and its quick check; seed 001's AMP loop",
+)
+
+DRILLS = (FP16,)

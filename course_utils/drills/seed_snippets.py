@@ -1,0 +1,184 @@
+"""Two snippets of dubious advice from seed 001, run as drills (lesson 07): a "retry on OOM"
+context manager that yields twice, and a LayerNorm that round-trips to the CPU on every call."""
+
+from __future__ import annotations
+
+from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+
+# --- the retry context manager that yields twice ---------------------------------------------------
+
+RETRY_BUGGY = code("""
+    import contextlib
+
+    @contextlib.contextmanager
+    def safe_memory():                     # seed 001: "retry" after an out-of-memory error
+        try:
+            yield
+        except RuntimeError as e:
+            if "out of memory" in str(e).lower():
+                yield                      # "try once more"
+            else:
+                raise
+
+    calls = 0
+    def forward():                         # runs out of memory once, like a too-large batch
+        global calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("MPS backend out of memory (emulated)")
+        return "output"
+
+    with safe_memory():
+        output = forward()
+""")
+
+RETRY_FIXED = code("""
+    import torch
+
+    def retry_on_oom(fn, attempts=2):      # a function can call fn again; a with-block cannot
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except RuntimeError as e:
+                if "out of memory" not in str(e).lower() or attempt == attempts - 1:
+                    raise
+                if torch.backends.mps.is_available():
+                    torch.mps.empty_cache()    # release cached blocks before the retry
+
+    calls = 0
+    def forward():                         # runs out of memory once, like a too-large batch
+        global calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("MPS backend out of memory (emulated)")
+        return "output"
+
+    output = retry_on_oom(forward)
+""")
+
+
+def _retry_measure(run: Run) -> Symptom:
+    calls = run.get("calls")
+    if run.error is not None:
+        return Symptom(f"the with-block raised {run.error_text}; forward() ran {calls} time(s), "
+                       "so nothing was retried", True, {"calls": calls}, error=run.error_text)
+    return Symptom(f"output = {run['output']!r} after forward() ran {calls} times (one retry)",
+                   False, {"calls": calls})
+
+
+RETRY = Drill(
+    id="seed.retry_yields_twice",
+    category="seed advice",
+    title="A 'retry on OOM' context manager that yields twice",
+    buggy_code=RETRY_BUGGY,
+    fixed_code=RETRY_FIXED,
+    measure=_retry_measure,
+    question=shuffled_question(
+        "seed.retry_yields_twice",
+        "This context manager promises to retry the block after an out-of-memory error. What "
+        "actually happens when forward() raises one?",
+        "RuntimeError: generator didn't stop after throw()",
+        ("The block runs a second time and succeeds",
+         "The error is swallowed and output stays unset",
+         "It retries until memory is available"),
+        "@contextmanager re-raises into the generator at its yield; a second yield is an error, "
+        "and no context manager can re-execute the body of a with statement"),
+    hints=("Run it: which exception comes out, and how many times did forward() run?",
+           "Retry with a function that calls fn() again, not with a context manager."),
+    explanation="@contextlib.contextmanager throws the block's exception into the generator at "
+                "its yield. Yielding again there makes contextlib raise RuntimeError('generator "
+                "didn't stop after throw()'), which replaces the original error, and the block is "
+                "never re-run: a with statement cannot execute its body twice. A retry needs a "
+                "function that calls the work again (after freeing cached memory).",
+    source="seed 001, 'Memory-Intensive Workloads' (safe_mps_memory)",
+    emulated="the out-of-memory error is raised by the code itself, as MPS would raise it",
+)
+
+# --- the LayerNorm that round-trips to the CPU ------------------------------------------------------
+
+LAYERNORM_BUGGY = code("""
+    import torch
+    from torch import nn
+
+    class SafeLayerNorm(nn.Module):        # seed 001: "CPU fallback for normalization"
+        def __init__(self, n):
+            super().__init__()
+            self.norm = nn.LayerNorm(n)
+        def forward(self, x):
+            device = x.device
+            return self.norm(x.cpu()).to(device)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), SafeLayerNorm(64)) for _ in range(4)])
+    x = torch.randn(8, 64)
+""")
+
+LAYERNORM_FIXED = code("""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64)) for _ in range(4)])
+    x = torch.randn(8, 64)
+""")
+
+
+def count_transfers(model, x) -> int:
+    """How many device transfers (.cpu(), .to(), .cuda(), .mps()) one forward pass asks for."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    names = {"cpu", "to", "cuda", "mps"}
+
+    class Count(TorchFunctionMode):
+        n = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in names:
+                Count.n += 1
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), Count():
+        model(x)
+    return Count.n
+
+
+def _layernorm_measure(run: Run) -> Symptom:
+    n = count_transfers(run["model"], run["x"])
+    layers = sum(1 for m in run["model"].modules() if type(m).__name__ in ("LayerNorm",))
+    text = f"device transfers per forward pass: {n} ({layers} LayerNorms)"
+    if n:
+        text += "; on a Mac each .cpu() of an mps tensor is a blocking GPU-to-CPU copy"
+    return Symptom(text, n > 0, {"transfers": n})
+
+
+LAYERNORM = Drill(
+    id="seed.layernorm_cpu_round_trip",
+    category="seed advice",
+    title="A LayerNorm that round-trips to the CPU",
+    buggy_code=LAYERNORM_BUGGY,
+    fixed_code=LAYERNORM_FIXED,
+    measure=_layernorm_measure,
+    question=shuffled_question(
+        "seed.layernorm_cpu_round_trip",
+        "seed 001 suggests this SafeLayerNorm 'for critical models'. What does it cost on a Mac?",
+        "Two blocking copies per call, then mixed devices",
+        ("Nothing: unified memory makes .cpu() free",
+         "Only precision: LayerNorm is more exact on the CPU",
+         "Nothing, as long as the model is in eval mode"),
+        "placement is explicit even with unified memory; a blocking MPS-to-CPU copy commits "
+        "the queued work and waits"),
+    hints=("Count the .cpu() and .to() calls in one forward pass.",
+           "Use nn.LayerNorm on the model's device; if an op truly is unsupported, lesson 04's "
+           "fallback tracing finds it."),
+    explanation="Every call copies the activations to the CPU and back: two transfers per "
+                "LayerNorm per forward pass, and a blocking MPS-to-CPU copy waits for all queued "
+                "GPU work (facts §6), so the pipeline stalls at every layer. Worse, model.to('mps') "
+                "also moves self.norm's weights, so norm(x.cpu()) would mix devices. Use "
+                "nn.LayerNorm where the model lives; measure before assuming an op is broken.",
+    source="seed 001, 'Normalization Layers Best Practices' (SafeLayerNorm); facts §6 (sync on "
+           "MPS-to-CPU copies)",
+    emulated="transfers are counted on the CPU, where .cpu() is free; on a Mac each is a copy",
+)
+
+DRILLS = (RETRY, LAYERNORM)

@@ -1,0 +1,177 @@
+"""Is every drill well made: its buggy code shows the bug when run, its fix does not, and the
+distributed drill ends within its bound?"""
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from course_utils import bank, drills, progress
+from course_utils.drills import distributed
+from tests.conftest import ROOT
+
+ALL = drills.all_drills()
+LOCAL = [d for d in ALL if d.category != "distributed"]
+ISSUE_BUGS = (  # one drill per bug the issue lists, by id
+    "gradients.missing_zero_grad", "losses.double_softmax", "modes.dropout_at_eval",
+    "modes.batchnorm_at_eval", "losses.softmax_wrong_dim", "losses.mask_broadcast",
+    "gradients.inplace_breaks_autograd", "data.no_shuffle", "data.test_statistics_leak",
+    "data.wrong_normalisation_constants", "devices.device_mismatch",
+    "memory.training_vs_inference", "memory.checkpoint_no_grad_input", "numerics.lr_too_high",
+    "numerics.log_of_zero", "numerics.zero_norm_division", "numerics.exploding_gradients",
+    "numerics.anomaly_detection", "numerics.fp16_without_grad_scaler",
+    "distributed.rank_skips_batch", "attention.mask_after_softmax",
+    "performance.data_loading_bottleneck", "performance.compile_graph_break",
+    "gradients.accumulation_step_mod_4", "seed.retry_yields_twice",
+    "seed.layernorm_cpu_round_trip",
+)
+
+
+def test_the_bank_holds_at_least_24_drills_covering_every_bug_the_issue_lists():
+    assert len(ALL) >= 24
+    assert set(ISSUE_BUGS) <= set(drills.ids())
+
+
+@pytest.mark.parametrize("drill", ALL, ids=lambda d: d.id)
+def test_every_drill_is_declared_completely(drill):
+    assert re.fullmatch(r"[a-z]+\.[a-z0-9_]+", drill.id)
+    assert drill.category in drills.CATEGORIES and drill.title
+    assert drill.buggy_code != drill.fixed_code
+    compile(drill.buggy_code, drill.id, "exec")
+    compile(drill.fixed_code, drill.id, "exec")
+    q = drill.question
+    assert q.prompt and len(q.choices) >= 3 and 0 <= q.answer < len(q.choices)
+    assert len(drill.hints) >= 2 and drill.explanation and drill.source
+    assert drill.source in drill.why
+    if drill.exercise is not None:
+        assert bank.get(drill.exercise).lesson == "07"
+
+
+def test_every_lesson_07_exercise_is_linked_from_a_drill():
+    linked = {d.exercise for d in ALL if d.exercise}
+    assert {ex.id for ex in bank.for_lesson("07")} <= linked
+    assert len(linked) >= 8
+
+
+def test_get_finds_every_drill_and_suggests_close_ids_for_a_typo():
+    assert all(drills.get(d.id) is d for d in ALL)
+    with pytest.raises(KeyError, match="Did you mean losses.double_softmax"):
+        drills.get("losses.double_softmx")
+
+
+def test_by_category_groups_every_drill_once_in_lesson_order():
+    groups = drills.by_category()
+    assert list(groups) == list(drills.CATEGORIES)
+    assert [d for g in groups.values() for d in g] == ALL
+    assert all(d.category == c for c, g in groups.items() for d in g)
+
+
+def test_answer_positions_vary_between_drills_and_are_stable_between_runs():
+    assert len({d.question.answer for d in ALL}) >= 3
+    again = subprocess.run(
+        [sys.executable, "-c", "from course_utils import drills; "
+         "print([(d.question.answer, d.question.choices[0]) for d in drills.all_drills()])"],
+        capture_output=True, text=True, cwd=ROOT, check=True)
+    assert again.stdout.strip() == str([(d.question.answer, d.question.choices[0]) for d in ALL])
+
+
+def test_the_right_answer_is_rarely_given_away_by_being_the_longest_choice():
+    def longest(q):
+        return max(range(len(q.choices)), key=lambda i: len(q.choices[i]))
+
+    assert sum(longest(d.question) == d.question.answer for d in ALL) <= len(ALL) // 3
+
+
+def test_importing_the_drills_package_loads_no_plots_widgets_compiler_or_workers():
+    code = ("import sys, course_utils.drills, course_utils.bugcard; "
+            "print([m for m in ('matplotlib', 'ipywidgets', 'torch._dynamo', "
+            "'course_utils.drills.dist_worker', 'course_utils.drills.gradients') "
+            "if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("drill", LOCAL, ids=lambda d: d.id)
+def test_the_buggy_code_shows_its_symptom_and_the_fix_passes_the_same_check(drill):
+    bug, fix = drill.symptom(), drill.fix_check()
+    assert bug.buggy, f"{drill.id}: the buggy code did not show the bug: {bug}"
+    assert not fix.buggy, f"{drill.id}: the fixed code still shows the bug: {fix}"
+    assert bug.summary and fix.summary and bug.summary != fix.summary
+
+
+def test_a_drill_reports_code_symptom_and_fix_in_text():
+    text = drills.get("losses.softmax_wrong_dim").report()
+    assert "│ probs = F.softmax(logits, dim=0)" in text
+    assert "symptom:" in text and "fixed:" in text and "1 everywhere" in text
+
+
+def test_a_symptom_with_a_plot_draws_a_figure():
+    import matplotlib.pyplot as plt
+
+    fig = drills.get("numerics.lr_too_high").symptom().figure()
+    assert fig is not None and fig.axes[0].lines
+    plt.close(fig)
+    assert drills.get("data.no_shuffle").symptom().figure() is None
+
+
+def test_code_runs_in_a_fresh_namespace_and_keeps_errors_and_warnings():
+    run = drills.run_code("import warnings\nwarnings.warn('careful')\nx = 1\n1 / 0\n", "t")
+    assert run["x"] == 1 and isinstance(run.error, ZeroDivisionError)
+    assert run.warnings == ("careful",) and run.error_text.startswith("ZeroDivisionError")
+    assert "x" not in drills.run_code("y = 2\n", "t").namespace
+
+
+def test_record_answer_adds_the_drills_key_and_keeps_the_rest_of_progress():
+    progress.record_attempt("01.batch_bytes", passed=True)
+    drills.record_answer("losses.double_softmax", False, "too high lr")
+    entry = drills.record_answer("losses.double_softmax", True, "  softmax twice  ")
+    data = progress.load()
+    assert data["exercises"]["01.batch_bytes"]["passed"] is True
+    assert data[drills.PROGRESS_KEY]["losses.double_softmax"] == entry
+    assert entry["attempts"] == 2 and entry["right"] == 1 and entry["last"] == "right"
+    assert entry["hypothesis"] == "softmax twice" and "first_right" in entry
+    assert json.loads(progress.path().read_text())["drills"] == drills.answers()
+
+
+needs_gloo = pytest.mark.skipif(not distributed.gloo_available(), reason="no gloo backend")
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_the_distributed_drill_hangs_then_is_diagnosed_and_fixed_within_its_bound():
+    start = time.monotonic()
+    result = distributed.investigate(timeout_s=1.5, bound_s=40)
+    assert time.monotonic() - start < 45 and not result.killed
+    text = distributed.describe(result)
+    bug, monitored, detail, fix = (result.phases[p] for p in
+                                   ("bug", "monitored_barrier", "DETAIL", "fix"))
+    assert [distributed.classify(r["error"]) for r in bug] == ["timed out", "timed out"]
+    assert bug[0]["values"]["sums"] == [0.0, 2.0, 5.0]  # step 3 paired with step 2
+    assert distributed.classify(monitored[0]["error"]).endswith("rank(s) 1 never arrived")
+    assert "runs BARRIER" in distributed.classify(detail[0]["error"])
+    assert "runs ALLREDUCE" in distributed.classify(detail[1]["error"])
+    assert all(r["error"] is None and r["values"]["sums"] == [0.0, 2.0, 2.0, 6.0] for r in fix)
+    assert "within the 40 s bound: True" in text
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_the_distributed_drill_symptom_and_fix_through_the_drill_api():
+    drill = drills.get("distributed.rank_skips_batch")
+    bug, fix = drill.symptom(), drill.fix_check()
+    assert bug.buggy and "timed out" in bug.summary and "30 minutes" in bug.summary
+    assert not fix.buggy and fix.summary.count("finished") == 2
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_a_worker_that_never_returns_is_killed_at_the_hard_bound():
+    start = time.monotonic()
+    result = distributed.launch([("sleeps", "import time\ntime.sleep(120)\n", "OFF")],
+                                timeout_s=1.0, bound_s=8)
+    assert result.killed and time.monotonic() - start < 20
+    assert "within the 8 s bound: False" in distributed.describe(result)
