@@ -96,7 +96,8 @@ def lab(tmp_path_factory) -> Lab:
     port, token = _free_port(), secrets.token_hex(12)
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={served}", "--ServerApp.port_retries=0"]
+           f"--ServerApp.root_dir={served}", "--ServerApp.port_retries=0",
+           "--LabApp.expose_app_in_browser=True"]  # lets tests wait for the app to be restored
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
@@ -131,10 +132,23 @@ def browser():
         browser.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember each phase's outcome so the page fixture can keep a screenshot of a failure."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def page(browser):
-    """A fresh browser context (its own storage) per test."""
+def page(browser, request):
+    """A fresh browser context (its own storage) per test; a failed test leaves a screenshot."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     yield page
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        name = "".join(ch if ch.isalnum() else "_" for ch in request.node.name)
+        page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
     context.close()

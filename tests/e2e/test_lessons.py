@@ -11,24 +11,56 @@ import pytest
 
 from tests.e2e.conftest import ARTIFACTS, ROOT
 
+PlaywrightTimeout = pytest.importorskip("playwright.sync_api").TimeoutError
 LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 RUN_TIMEOUT_MS = 180_000
 
 
+KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+ALL_PROMPTS_DONE = """() => {
+    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+}"""
+ANY_PROMPT_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
+    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
+
+
+def wait_for_kernel(page) -> None:
+    """Wait until the notebook's kernel is idle, accepting a kernel dialog if one appears."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if page.locator(KERNEL_IDLE).count():
+            return
+        dialog = page.locator(".jp-Dialog button.jp-mod-accept")
+        if dialog.count():
+            dialog.first.click()
+        page.wait_for_timeout(500)
+    raise AssertionError("the kernel never became idle")
+
+
+def run_all(page) -> None:
+    """Run All Cells from the menu; retry once if no cell starts (a menu click can be lost)."""
+    for _ in range(3):
+        page.locator("li.lm-MenuBar-item", has_text="Run").first.click()
+        page.locator("li.lm-Menu-item", has_text="Run All Cells").first.click()
+        try:
+            page.wait_for_function(ANY_PROMPT_STARTED, timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError("Run All Cells did not start any cell")
+
+
 def run_all_and_wait(page) -> None:
-    """Wait for the kernel, Run All from the menu, then wait until no cell is queued or running."""
+    """Wait for the kernel, Run All from the menu, then wait until every cell has run."""
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.jp-Toolbar-kernelStatus, "
-        ".jp-Notebook-ExecutionIndicator')].some(e => (e.getAttribute('data-status') || "
-        "e.title || e.textContent || '').toLowerCase().includes('idle'))", timeout=60_000)
-    page.click("li.lm-MenuBar-item:has-text('Run')")
-    page.click("li.lm-Menu-item:has-text('Run All Cells')")
-    page.wait_for_function(
-        """() => {
-            const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-            return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-        }""", timeout=RUN_TIMEOUT_MS)
+    # Widgets created before every extension (the widget manager among them) has started are
+    # lost ("Loading widget..."): wait for the app to be fully restored first.
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("() => window.jupyterapp.restored")
+    wait_for_kernel(page)
+    run_all(page)
+    page.wait_for_function(ALL_PROMPTS_DONE, timeout=RUN_TIMEOUT_MS)
 
 
 def saved_notebook(page, lab, name: str):

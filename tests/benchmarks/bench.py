@@ -1,0 +1,140 @@
+"""The course's performance budgets, measured in one run and printed as a table (issue 12).
+
+    .venv/bin/python tests/benchmarks/bench.py [--skip-suite] [--markdown]
+
+Not part of the pass/fail suite: machines are noisy, so every figure is a median of repetitions and
+every ratio is measured side by side, interleaved, in the same run. Rows whose subject has not
+landed yet say so instead of a figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def lesson_rows() -> list[tuple[str, str, str, bool]]:
+    """Each lesson notebook top to bottom on CPU, on a scratch copy (budget 45 s)."""
+    import os
+    import shutil
+
+    from course_utils.bootstrap import scratch_env
+    from course_utils.execute import execute_notebook
+
+    os.environ.update(scratch_env())
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            copy = Path(tmp) / path.name
+            shutil.copy(path, copy)
+            start = time.perf_counter()
+            execute_notebook(copy, timeout=300)
+            seconds = time.perf_counter() - start
+            rows.append((f"lesson {path.stem}", f"{seconds:.1f} s", "<= 45 s", seconds <= 45))
+    return rows
+
+
+IMPORT_PROBE = ("import time, torch; t = time.perf_counter(); import course_utils; "
+                "print(time.perf_counter() - t)")
+
+
+def import_row() -> tuple[str, str, str, bool]:
+    """`import course_utils` beyond `import torch`, in fresh interpreters (budget 0.3 s)."""
+    runs = [float(subprocess.check_output([sys.executable, "-c", IMPORT_PROBE], text=True))
+            for _ in range(5)]
+    value = statistics.median(runs)
+    return ("import course_utils beyond torch", f"{value:.3f} s", "<= 0.3 s", value <= 0.3)
+
+
+def check_row() -> tuple[str, str, str, bool]:
+    """The slowest exercise's check() with its reference answer (budget 1 s)."""
+    import contextlib
+    import io
+
+    from course_utils import bank, check
+
+    worst, worst_id = 0.0, ""
+    for exercise_id in bank.ids():
+        ex = bank.get(exercise_id)
+        with contextlib.redirect_stdout(io.StringIO()):
+            value = median_time(lambda i=exercise_id, f=ex.reference: check(i, f, seed=0), 3)
+        if value > worst:
+            worst, worst_id = value, exercise_id
+    return (f"check(), slowest ({worst_id})", f"{worst:.3f} s", "<= 1 s", worst <= 1)
+
+
+def optional_row(module: str, label: str, budget: str, fn_name: str):
+    """Rows of tools from later lessons: measured when the module exists."""
+    if importlib.util.find_spec(module) is None:
+        return (label, "n/a (not landed yet)", budget, True)
+    bench = importlib.import_module(module)
+    return getattr(bench, fn_name)()
+
+
+def suite_row() -> tuple[str, str, str, bool]:
+    """The README's whole test command, after setup (budget 8 min)."""
+    start = time.perf_counter()
+    code = subprocess.call([sys.executable, str(ROOT / "course_utils" / "bootstrap.py"), "test"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    verdict = f"{seconds / 60:.1f} min" + ("" if code == 0 else f" (exit {code})")
+    return ("README test command", verdict, "<= 8 min", seconds <= 480 and code == 0)
+
+
+def render(rows, markdown: bool) -> str:
+    if markdown:
+        lines = ["| what | measured | budget | met |", "|---|---|---|---|"]
+        lines += [f"| {w} | {m} | {b} | {'yes' if ok else 'NO'} |" for w, m, b, ok in rows]
+        return "\n".join(lines)
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(f"{w:<{width}}  {m:>22}  {b:<10} {'ok' if ok else 'OVER BUDGET'}"
+                     for w, m, b, ok in rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-suite", action="store_true", help="skip timing the test command")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args()
+    rows = [import_row(), check_row(), *lesson_rows(),
+            optional_row("tests.benchmarks.bench_sentinel", "sentinel overhead, lesson-06 step",
+                         "<= 1.10x", "row"),
+            optional_row("tests.benchmarks.bench_difftest", "difftest default sweep", "<= 30 s",
+                         "row"),
+            *optional_rows_grade()]
+    if not args.skip_suite:
+        rows.append(suite_row())
+    print(f"machine: {platform.node() or 'unknown'}, {platform.machine()}, "
+          f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}")
+    print(render(rows, args.markdown))
+    return 0
+
+
+def optional_rows_grade():
+    """course grade, 30 submissions, --jobs 2 vs --jobs 1 (a ratio and submissions per minute)."""
+    if importlib.util.find_spec("tests.benchmarks.bench_grade") is None:
+        return [("course grade, 30 subs, jobs 2 vs 1", "n/a (not landed yet)", "ratio", True)]
+    return importlib.import_module("tests.benchmarks.bench_grade").rows()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
