@@ -11,17 +11,19 @@ from course_utils.bank import lesson05
 from course_utils.layout import (
     Audit,
     audit,
-    augment,
-    augment_times,
     contiguous_run,
     describe,
     memory_format,
+    plot_storage,
+    storage_indices,
+)
+from course_utils.layout_experiments import (
+    augment,
+    augment_times,
     one_thread,
     permute_copy_times,
-    plot_storage,
     reverse_first,
     rises,
-    storage_indices,
     synthetic_images,
 )
 
