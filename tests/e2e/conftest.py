@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"autoStartDefaultKernel": True},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"autoStartDefaultKernel": True,
+                                                                   "windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
                                                                         "checkForUpdates": False},
 }

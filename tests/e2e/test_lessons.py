@@ -17,9 +17,10 @@ RUN_TIMEOUT_MS = 180_000
 
 
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-ALL_PROMPTS_DONE = """() => {
+NOTHING_RUNNING = """() => {
     const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-    return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+    const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
+    return idle !== null && !prompts.some(p => p.textContent.includes('*'));
 }"""
 ANY_PROMPT_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
     .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
@@ -60,20 +61,31 @@ def run_all_and_wait(page) -> None:
     page.evaluate("() => window.jupyterapp.restored")
     wait_for_kernel(page)
     run_all(page)
-    page.wait_for_function(ALL_PROMPTS_DONE, timeout=RUN_TIMEOUT_MS)
+    # Done = the kernel idle and no cell queued or running, twice 1 s apart. A cell that stopped
+    # the run early is then reported by the checks on the saved notebook, not as a timeout.
+    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        page.wait_for_function(NOTHING_RUNNING, timeout=RUN_TIMEOUT_MS)
+        page.wait_for_timeout(1000)
+        if page.evaluate(NOTHING_RUNNING):
+            return
+    raise AssertionError("the notebook was still running after the time limit")
 
 
 def saved_notebook(page, lab, name: str):
     """Save from the browser and read back what the learner would have on disk."""
-    page.keyboard.press("Control+s")
     path = lab.root / name
+    before = path.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        nb = nbformat.read(path, as_version=4)
-        if all(c.execution_count for c in nb.cells if c.cell_type == "code" and c.source.strip()):
-            return nb
-        time.sleep(0.3)
-    raise AssertionError(f"{name} was not saved with its outputs")
+    while time.monotonic() < deadline and path.stat().st_mtime_ns == before:
+        time.sleep(0.2)
+    return nbformat.read(path, as_version=4)
+
+
+def cells_not_run(nb) -> list[int]:
+    return [i for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and c.source.strip() and not c.execution_count]
 
 
 def unexpected_errors(nb) -> list[str]:
@@ -109,6 +121,7 @@ def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(page, lab, nam
     run_all_and_wait(page)
     nb = saved_notebook(page, lab, name)
     assert unexpected_errors(nb) == []
+    assert cells_not_run(nb) == [], "cells that never ran (the run stopped early)"
     images = page.locator(".jp-RenderedImage img")
     assert images.count() == count_png_outputs(nb)
     for img in images.all():
