@@ -1,4 +1,5 @@
-"""The ``course`` command: doctor, lab, start, check, progress, build-exercises, run-notebooks."""
+"""The ``course`` command: doctor, lab, start, check, progress, build-exercises, run-notebooks,
+grade, drill."""
 
 from __future__ import annotations
 
@@ -113,6 +114,13 @@ def _grade(args) -> int:
     return 0
 
 
+def _drill(args) -> int:
+    """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
+    from course_utils.drill_cli import run
+
+    return run(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="course", description="MPS Detective course tools")
     sub = p.add_subparsers(dest="command", required=True)
@@ -148,6 +156,13 @@ def parser() -> argparse.ArgumentParser:
     gr.add_argument("--seed", type=int, help="seed of the random cases (default: fresh, reported)")
     gr.add_argument("--lesson", help="grade every notebook as lesson NN (default: from NN_ file names)")
     gr.set_defaults(fn=_grade)
+    dr = sub.add_parser("drill", help="timed spot-the-bug drills in the terminal (lesson 08)")
+    dr.add_argument("--category", help="drills of one category only (e.g. losses, data, numerics)")
+    dr.add_argument("--count", type=int, default=5, help="drills in the round (default 5)")
+    dr.add_argument("--seed", type=int, help="fixes the drills and their order (default: fresh, printed)")
+    dr.add_argument("--stdin", action="store_true",
+                    help="read the answers from a pipe instead of a terminal")
+    dr.set_defaults(fn=_drill)
     return p
 
 

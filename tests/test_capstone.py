@@ -1,0 +1,131 @@
+"""Does the capstone's haunted script fail every checkpoint, its fixed version pass them all, and
+does each partial repair fail exactly the checkpoints of the bugs it leaves in?"""
+
+import copy
+import pickle
+
+import pytest
+import torch
+
+from course_utils import capstone
+from course_utils.bank import lesson08
+from course_utils.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
+from course_utils.emulate import fallback as emulated
+from course_utils.grader import wire
+from course_utils.syncpoints import find_sync_points
+
+
+def failing(report, lab) -> set[str]:
+    return {name for name, problem in checkpoints(report, lab).items() if problem}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_haunted_script_fails_every_checkpoint(seed):
+    lab = Lab(seed=seed)
+    assert failing(haunted(lab), lab) == set(CHECKPOINTS)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4321])
+def test_the_fixed_script_passes_every_checkpoint(seed):
+    lab = Lab(seed=seed)
+    report = fixed(lab)
+    assert failing(report, lab) == set()
+    assert report["eval_accuracy"] > 0.9 and report["steps"] == lab.steps
+
+
+@pytest.mark.parametrize("broken, fails", [
+    (("no zero_grad",), {"loss"}),
+    (("no shuffle",), {"loss"}),
+    (("labels unshuffled",), {"loss"}),
+    (("clone",), {"loss", "frozen"}),
+    (("new parameter",), {"loss", "frozen"}),
+    (("max_norm",), {"fallback"}),
+    (("cpu renorm",), {"fallback"}),
+    (("item",), {"syncs"}),
+    (("nan check",), {"syncs"}),
+    ((), set()),
+])
+def test_each_partial_repair_fails_only_the_checkpoints_of_the_bugs_it_leaves(broken, fails):
+    lab = Lab(seed=0)
+    assert failing(lesson08._script(lab, frozenset(broken)), lab) == fails
+
+
+def test_the_haunted_report_names_each_symptom():
+    lab = Lab(seed=0)
+    report = haunted(lab)
+    assert report["frozen"] == ["up.weight"]
+    assert report["forward_fallbacks"] == {"aten::embedding_renorm_": lab.steps}
+    assert report["syncs"] == lab.steps and "run.log(loss.item())" in report["sync_places"][0]
+    assert report["grad_norms"][15] > 5 * report["grad_norms"][0]  # gradients pile up: no zero_grad()
+
+
+def test_the_frozen_weight_is_frozen_only_on_the_affected_machine():
+    assert haunted(Lab(affected=False))["frozen"] == []
+
+
+def test_the_fixed_script_logs_every_loss_with_one_read_per_group():
+    lab = Lab(steps=20, log_every=8)
+    report = fixed(lab)
+    assert len(report["logged"]) == 20 and report["syncs"] == 3  # after 8, 16, and the last 4
+
+
+def test_find_sync_points_around_a_whole_script_sees_the_labs_tensors_as_device_tensors():
+    found = find_sync_points(haunted, Lab(steps=6))
+    assert [(g.kind, g.count, g.where.code) for g in found.groups()] == [
+        ("item", 6, "run.log(loss.item())")]
+    assert len(find_sync_points(fixed, Lab(steps=6))) == 1  # the logger's one read at the end
+
+
+def test_the_sentinel_reports_the_frozen_weight(capsys):
+    haunted(Lab(steps=12, sentinel=True))
+    out = capsys.readouterr().out
+    assert "FROZEN up.weight" in out and "NON-CONTIGUOUS up.weight" in out
+
+
+def test_a_report_is_plain_data_that_crosses_the_graders_wire():
+    report = fixed(Lab(steps=8))
+    assert wire.decode(wire.encode(report)) == report
+
+
+def test_a_lab_pickles_and_copies_without_the_data_it_handed_out():
+    lab = Lab(seed=3)
+    lab.dataset()
+    assert lab._handed
+    for clone in (pickle.loads(pickle.dumps(lab)), copy.deepcopy(lab)):
+        assert clone == lab and clone._handed == []
+
+
+def test_a_forward_that_raises_leaves_no_emulation_and_no_mode_behind():
+    class Broken(capstone.TagModel):
+        def forward(self, ids):
+            raise RuntimeError("boom")
+
+    def script(lab):
+        model = Broken()
+        with lab.run(model, torch.optim.Adam(model.parameters())):
+            model(lab.dataset()[0][:4])
+
+    with pytest.raises(RuntimeError, match="boom"):
+        script(Lab())
+    assert emulated.active() is None
+    assert torch._C._len_torch_dispatch_stack() == 0
+
+
+def test_the_report_is_only_ready_after_the_run():
+    model = capstone.TagModel()
+    run = Lab().run(model, torch.optim.Adam(model.parameters()))
+    with pytest.raises(RuntimeError, match="after the"):
+        run.report()
+
+
+@pytest.mark.parametrize("value, words", [(None, "not NoneType"), ({"steps": 1}, "lacks")])
+def test_every_checkpoint_explains_a_return_value_that_is_not_a_report(value, words):
+    for problem in checkpoints(value, Lab()).values():
+        assert words in problem
+
+
+def test_the_scorecard_marks_each_checkpoint():
+    lab = Lab(seed=0)
+    card = capstone.scorecard(haunted(lab), lab).splitlines()
+    assert [line[:1] for line in card] == ["✘"] * 4
+    assert [line.split()[1] for line in card] == list(CHECKPOINTS)
