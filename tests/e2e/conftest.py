@@ -27,6 +27,7 @@ from course_utils.authoring import strip_outputs
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+WARMUP = "_warmup.ipynb"
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"autoStartDefaultKernel": True,
                                                                    "windowingMode": "none"},
@@ -47,6 +48,11 @@ def _copy_lessons_without_outputs(target: Path) -> None:
         nb = nbformat.read(path, as_version=4)
         strip_outputs(nb)
         nbformat.write(nb, target / path.name)
+
+
+def _write_warmup(folder: Path) -> None:
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]),
+                   folder / WARMUP)
 
 
 def _write_settings(folder: Path) -> None:
@@ -86,6 +92,7 @@ def lab(tmp_path_factory) -> Lab:
     home = tmp_path_factory.mktemp("lab")
     served = home / "course"
     _copy_lessons_without_outputs(served)
+    _write_warmup(served)
     _write_settings(home / "settings")
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
@@ -141,8 +148,23 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+@pytest.fixture(scope="session")
+def warm_lab(browser, lab) -> Lab:
+    """Open a one-cell notebook first: on a fresh server the first notebook's kernel can be
+    replaced while it starts, which would stop a lesson's Run All early."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(lab.notebook_url(WARMUP))
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("() => window.jupyterapp.restored")
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    page.wait_for_timeout(1000)
+    context.close()
+    return lab
+
+
 @pytest.fixture
-def page(browser, request):
+def page(browser, warm_lab, request):
     """A fresh browser context (its own storage) per test; a failed test leaves a screenshot."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
