@@ -17,6 +17,16 @@ RUN_TIMEOUT_MS = 180_000
 
 
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+# The notebook is loaded and its kernel connected and idle. The toolbar's execution indicator
+# alone reads "idle" while the notebook is still loading and before any kernel exists; Run All
+# pressed then races the automatic kernel start (two kernels start, one is shut down at once).
+KERNEL_READY = """() => {
+    const nb = window.jupyterapp.shell.currentWidget;
+    const session = nb && nb.context && nb.context.isReady && nb.sessionContext
+        && nb.sessionContext.session;
+    const kernel = session && session.kernel;
+    return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
+}"""
 NOTHING_RUNNING = """() => {
     const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
     const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
@@ -26,17 +36,19 @@ ANY_PROMPT_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-In
     .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
 
 
-def wait_for_kernel(page) -> None:
-    """Wait until the notebook's kernel is idle, accepting a kernel dialog if one appears."""
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if page.locator(KERNEL_IDLE).count():
+def wait_for_kernel_ready(page) -> None:
+    """Wait until the notebook is loaded and its kernel connected and idle (accepting a
+    kernel dialog if one appears)."""
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
+    page.evaluate("() => window.jupyterapp.restored")  # the widget manager has started too
+    for _ in range(180):
+        if page.evaluate(KERNEL_READY):
             return
         dialog = page.locator(".jp-Dialog button.jp-mod-accept")
         if dialog.count():
             dialog.first.click()
         page.wait_for_timeout(500)
-    raise AssertionError("the kernel never became idle")
+    raise AssertionError("the notebook's kernel never became ready")
 
 
 def run_all(page) -> None:
@@ -56,10 +68,8 @@ def run_all_and_wait(page) -> None:
     """Wait for the kernel, Run All from the menu, then wait until every cell has run."""
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     # Widgets created before every extension (the widget manager among them) has started are
-    # lost ("Loading widget..."): wait for the app to be fully restored first.
-    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("() => window.jupyterapp.restored")
-    wait_for_kernel(page)
+    # lost ("Loading widget..."): wait_for_kernel_ready waits for the app to be restored first.
+    wait_for_kernel_ready(page)
     run_all(page)
     # Done = the kernel idle and no cell queued or running, twice 1 s apart. A cell that stopped
     # the run early is then reported by the checks on the saved notebook, not as a timeout.
