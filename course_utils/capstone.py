@@ -235,8 +235,8 @@ class Run:
         from course_utils import syncpoints
         from course_utils.emulate.fallback import EmulatedFallbackWarning
         from course_utils.emulate.inplace import mps_inplace_bug
-        from course_utils.layout import one_thread
         from course_utils.syncpoints import SyncWatch
+        from course_utils.timing import one_thread
 
         stack.enter_context(one_thread())
         stack.enter_context(warnings.catch_warnings())
@@ -269,7 +269,7 @@ class Run:
 
     # --- the report ---------------------------------------------------------------------------------
     def _measure(self) -> dict:
-        from course_utils.layout import one_thread
+        from course_utils.timing import one_thread
 
         ids, labels = self.lab.eval_set()
         was_training = self.model.training

@@ -291,12 +291,3 @@ def audit(obj: nn.Module | torch.optim.Optimizer, names: nn.Module | None = None
                  for name, kind, t in found if not t.is_contiguous())
     return Audit(rows=rows, checked=len(found))
 
-
-def __getattr__(name: str):
-    """``one_thread`` moved to ``course_utils.layout_experiments``; still importable from here
-    (lazily: that module imports this one) for the modules that take it from ``course_utils.layout``."""
-    if name == "one_thread":
-        from course_utils.layout_experiments import one_thread
-
-        return one_thread
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

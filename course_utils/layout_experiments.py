@@ -11,25 +11,14 @@ The layout tools they use (``describe``, ``Layout``) live in ``course_utils.layo
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 
 from course_utils.layout import Layout, describe
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread inside the block: other programs disturb timings less (lesson 05)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+from course_utils.timing import one_thread
 
 
 def reverse_first(k: int, ndim: int = 6) -> tuple[int, ...]:

@@ -6,7 +6,6 @@ exercise bank, so learners' code and the grader's inputs may use it.
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,20 +15,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.emulate.inplace import AFFECTED, HEALTHY, Machine
+from course_utils.timing import one_thread
 
 # --- the lesson's model, data and training step ---------------------------------------------------
-
-
-@contextlib.contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread inside the block (lesson 06). Tensors of a few thousand elements
-    gain nothing from a thread pool, and on a busy machine its threads wait for each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class TopKSAE(nn.Module):

@@ -238,3 +238,15 @@ def plot_timeline(spans: Sequence, marks: dict[str, tuple[float, float]] | None 
     ax.legend(fontsize=7, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
     return fig
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Run torch on one CPU thread inside the block (lessons 05, 06, 08): tiny tensors gain nothing
+    from a thread pool, and on a busy machine its threads wait for each other and disturb timings."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
