@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Kernels started by tests (nbclient, nbval) inherit these; set once, before any kernel starts.
 _SCRATCH = Path(tempfile.mkdtemp(prefix="mps-detective-tests-"))
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR",
              "MPLCONFIGDIR"):
     os.environ.setdefault(_var, str(_SCRATCH / _var.lower()))
