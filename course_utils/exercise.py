@@ -54,7 +54,9 @@ class Exercise:
     ``fixed`` builds the author's cases; ``random`` builds one case from a ``random.Random``
     (seeded by the checker); ``judge`` replaces the default comparison when behaviour, not a
     value, is graded (e.g. "raises an error naming both devices"). ``mutants`` are wrong answers
-    learners really write: the test suite proves each one is rejected.
+    learners really write: the test suite proves each one is rejected. ``in_process_only`` says
+    why only ``check()`` in the learner's own kernel can grade it (a judge that watches what the
+    answer does inside its process); ``course grade`` then lists it as left out, with that reason.
     """
 
     id: str
@@ -68,6 +70,7 @@ class Exercise:
     hints: tuple[str, ...] = ()
     mutants: dict[str, Callable] = field(default_factory=dict)
     judge: Judge | None = None
+    in_process_only: str = ""
 
     @property
     def lesson(self) -> str:

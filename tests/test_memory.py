@@ -268,3 +268,26 @@ def test_does_importing_the_memory_module_leave_matplotlib_unloaded():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("kind", ["cuda", "mps"])
+def test_does_the_simulated_step_run_out_of_memory_as_the_backend_would(kind):
+    step = memory.SimulatedOOMStep(fits=8, kind=kind)
+    assert step(8) == "trained on 8 rows"
+    with pytest.raises(torch.OutOfMemoryError if kind == "cuda" else RuntimeError) as info:
+        step(9)
+    assert is_out_of_memory(info.value) and "emulated" in str(info.value)
+    assert step.calls == [8, 9]
+
+
+def test_does_the_simulated_step_raise_other_errors_and_stop_a_runaway_retry():
+    with pytest.raises(ValueError, match="labels"):
+        memory.SimulatedOOMStep(64, other=ValueError("labels out of range"))(1)
+    step = memory.SimulatedOOMStep(fits=0)
+    for _ in range(60):
+        with pytest.raises(torch.OutOfMemoryError):
+            step(1)
+    with pytest.raises(RecursionError, match="never stops"):
+        step(1)
+    with pytest.raises(ValueError, match="kind"):
+        memory.SimulatedOOMStep(1, kind="rocm")

@@ -10,6 +10,8 @@ import torch
 from torch import nn
 
 from course_utils.exercise import Case, Exercise, Outcome
+from course_utils.memory.examples import SAVING_EXAMPLES
+from course_utils.memory.oom import SimulatedOOMStep
 from course_utils.quiz import Question, Quiz
 
 # --- 02.state_bytes -----------------------------------------------------------------------------
@@ -130,19 +132,7 @@ def _leaf(*shape: int, transposed: bool = False, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=g, requires_grad=True)
 
 
-_W, _B = torch.randn(5, 6, generator=torch.Generator().manual_seed(2)), torch.zeros(5)
-OPS = {
-    "exp": torch.exp,                                   # saves its result
-    "x*x": lambda x: x * x,                            # saves x twice
-    "sin then cos": lambda x: x.sin().cos(),           # saves x and sin(x)
-    "relu": torch.relu,                                # saves its result
-    "sum": lambda x: x.sum(),                          # saves nothing
-    "x @ x.T": lambda x: x @ x.t(),                    # saves x and a view of x
-    "a slice's sin": lambda x: x[:, :2].sin(),         # saves a view of all of x
-    "linear then tanh": lambda x: nn.functional.linear(x[:, :6], _W, _B).tanh(),
-    "softmax": lambda x: x.softmax(dim=-1),
-    "sigmoid times x": lambda x: x.sigmoid() * x,
-}
+OPS = SAVING_EXAMPLES  # sent to a submission's process by `course grade`: not defined in the bank
 
 
 def _saved_fixed() -> list[Case]:
@@ -209,28 +199,7 @@ def retry_halving(step, batch_size: int, min_batch: int) -> tuple:
         size = max(min_batch, size // 2)
 
 
-class SimulatedStep:
-    """A training step that runs out of memory (emulated) above ``fits`` rows.
-
-    ``kind`` picks the error: "cuda" raises torch.OutOfMemoryError, "mps" a RuntimeError worded as
-    MPS words it (facts §5). ``other`` raises that error instead at the first call, to check it
-    is not swallowed. Stops a runaway retry loop after 60 calls.
-    """
-
-    def __init__(self, fits: int, kind: str = "cuda", other: Exception | None = None):
-        self.fits, self.kind, self.other, self.calls = fits, kind, other, []
-
-    def __call__(self, size: int) -> str:
-        self.calls.append(size)
-        if len(self.calls) > 60:
-            raise RecursionError("step called more than 60 times: the retry never stops")
-        if self.other is not None:
-            raise self.other
-        if size > self.fits:
-            if self.kind == "cuda":
-                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate (emulated)")
-            raise RuntimeError("MPS backend out of memory (emulated: MPS allocated, max allowed)")
-        return f"trained on {size} rows"
+SimulatedStep = SimulatedOOMStep  # likewise
 
 
 def _retry_fixed() -> list[Case]:
@@ -264,7 +233,8 @@ def _retry_judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
     min_batch = case.args[2]
     if case.args[0].other is not None:  # another error: it must come out as it went in
         other = case.args[0].other
-        if type(got.error) is not type(other) or str(got.error) != str(other):
+        same_kind = isinstance(got.error, type(other)) and type(got.error).__name__ == type(other).__name__
+        if not same_kind or str(got.error) != str(other):
             shown = f"{type(got.error).__name__}: {got.error}" if got.error else f"returned {got.value!r}"
             return f"the step's {type(other).__name__}({str(other)!r}) must propagate untouched; {shown}"
         return None

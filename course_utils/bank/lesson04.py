@@ -313,6 +313,8 @@ EXERCISES = [
         fixed=_prefix_fixed,
         random=_prefix_random,
         judge=_prefix_judge,
+        in_process_only="its check watches which ops the answer runs (no cumsum), which only the "
+                        "answer's own process can see, and a submission could forge a report of",
         atol=1e-4,
         rtol=1e-4,
         hints=(

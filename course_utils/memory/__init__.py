@@ -12,7 +12,8 @@ import X`` works for all of them:
   autograd really saves, against the measured peak of one training step; the lesson's model
   ``TinyIssueClassifier``.
 - ``oom``: ``retry_on_oom``: the correct version of a retry-on-out-of-memory helper (seed 001's is
-  broken).
+  broken); ``SimulatedOOMStep``, a step that runs out of memory (emulated) above a size.
+- ``examples``: ``SAVING_EXAMPLES``, small forwards whose saved-for-backward bytes differ.
 - ``watermarks``: ``WATERMARKS``, the MPS allocator's limits (facts §3).
 - ``pictures``: ``draw_memory_models`` and ``plot_breakdowns`` (matplotlib imported when called).
 """
@@ -31,6 +32,7 @@ from course_utils.memory.counters import Counter, Snapshot, empty_cache, snapsho
 from course_utils.memory.oom import (
     MinBatchOutOfMemoryError,
     Retried,
+    SimulatedOOMStep,
     is_out_of_memory,
     retry_on_oom,
 )
@@ -41,7 +43,8 @@ from course_utils.memory.watermarks import WATERMARKS, Watermark
 
 __all__ = [
     "COLORS", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
-    "MinBatchOutOfMemoryError", "Part", "Retried", "SavedTensors", "Snapshot", "TinyIssueClassifier",
+    "MinBatchOutOfMemoryError", "Part", "Retried", "SavedTensors", "SimulatedOOMStep", "Snapshot",
+    "TinyIssueClassifier",
     "Tracker", "Watermark", "draw_memory_models", "empty_cache", "is_out_of_memory", "measure", "mib",
     "optimizer_state_bytes", "plot_breakdowns", "retry_on_oom", "saved_bytes", "snapshot",
     "storage_bytes", "tensor_bytes", "tracking", "training_step_breakdown",
