@@ -25,6 +25,7 @@ import pytest
 from course_utils.authoring import strip_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 WARMUP = "_warmup.ipynb"
@@ -163,15 +164,79 @@ def warm_lab(browser, lab) -> Lab:
     return lab
 
 
+class LessonRun:
+    """A lesson opened in its own browser context and run top to bottom, and the notebook it saved."""
+
+    def __init__(self, name: str, context, page, saved):
+        self.name, self.context, self.page, self.saved = name, context, page, saved
+
+
+class LessonRuns:
+    """Runs each lesson once and lends the page to every test of that lesson, one lesson open at a
+    time: the tests are ordered by lesson (``pytest_collection_modifyitems``), so the general checks
+    and the widget tests of a lesson share one Run All instead of paying for it again."""
+
+    def __init__(self, browser, lab: Lab):
+        self.browser, self.lab, self.current = browser, lab, None
+
+    def get(self, name: str) -> LessonRun:
+        from tests.e2e.pages import open_and_run, save_and_read
+
+        if self.current is not None and self.current.name == name:
+            return self.current
+        self.close()
+        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        self.current = LessonRun(name, context, page, None)  # a failure below still gets a screenshot
+        open_and_run(page, self.lab.notebook_url(name), name)
+        self.current.saved = save_and_read(page, self.lab.root / name)
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.context.close()
+            self.current = None
+
+
+@pytest.fixture(scope="session")
+def lesson_runs(browser, warm_lab):
+    runs = LessonRuns(browser, warm_lab)
+    yield runs
+    runs.close()
+
+
 @pytest.fixture
-def page(browser, warm_lab, request):
-    """A fresh browser context (its own storage) per test; a failed test leaves a screenshot."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    yield page
+def run_lesson(lesson_runs, request):
+    """``run_lesson(name)``: the page of that lesson after Run All (shared by its tests); a failed
+    test leaves a screenshot of it in test-artifacts/e2e."""
+    yield lesson_runs.get
     report = getattr(request.node, "report_call", None)
-    if report is not None and report.failed:
+    if report is not None and report.failed and lesson_runs.current is not None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         name = "".join(ch if ch.isalnum() else "_" for ch in request.node.name)
-        page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
-    context.close()
+        lesson_runs.current.page.screenshot(path=str(ARTIFACTS / f"FAILED-{name}.png"))
+
+
+def lesson_of(item) -> str | None:
+    """The lesson a browser test uses: its ``name`` parameter or its ``lesson`` marker."""
+    if HERE not in item.path.parents:
+        return None  # hooks in a conftest see the whole session's items
+    marker = item.get_closest_marker("lesson")
+    if marker is not None:
+        return marker.args[0]
+    params = getattr(item, "callspec", None)
+    return params.params.get("name") if params is not None else None
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Put each lesson's browser tests next to each other (its general test first), so a lesson
+    runs once; every other test keeps its place."""
+    slots = [i for i, item in enumerate(items) if lesson_of(item) is not None]
+    ordered = sorted((items[i] for i in slots),
+                     key=lambda item: (lesson_of(item), item.get_closest_marker("lesson") is not None))
+    for slot, item in zip(slots, ordered, strict=True):
+        items[slot] = item
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "lesson(name): the lesson notebook a browser test runs")

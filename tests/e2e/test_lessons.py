@@ -1,96 +1,25 @@
-"""Every lesson, in a real JupyterLab in a real browser: runs, shows no unexpected error, renders
-its plots and widgets, and its widgets respond. Lessons are discovered from notebooks/."""
+"""Every lesson, in a real JupyterLab in a real browser: it runs, shows no unexpected error,
+renders its plots and widgets, and its widgets respond. Lessons are discovered from notebooks/.
+
+Each lesson runs once (``run_lesson``): the general test of a lesson and its widget tests share
+that page. Widgets clicked here: lesson 00's ``check()`` pass line, lesson 05's stride explorer
+(redraws its strides and picture for an op; undo and reset bring the first picture back), lesson
+07's spot-the-bug card (gated on a hypothesis, grades a choice, runs the buggy code, reveals the
+fix) and lesson 08's drill clock (counts in the browser even while the kernel is busy)."""
 
 from __future__ import annotations
 
 import json
 import time
 
-import nbformat
 import pytest
 
+from course_utils.drill_mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT
+from tests.e2e.pages import KERNEL_IDLE, WAIT_MS, bring_into_view, picture
 
-PlaywrightTimeout = pytest.importorskip("playwright.sync_api").TimeoutError
+expect = pytest.importorskip("playwright.sync_api").expect
 LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-RUN_TIMEOUT_MS = 180_000
-
-
-KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-# The notebook is loaded and its kernel connected and idle. The toolbar's execution indicator
-# alone reads "idle" while the notebook is still loading and before any kernel exists; Run All
-# pressed then races the automatic kernel start (two kernels start, one is shut down at once).
-KERNEL_READY = """() => {
-    const nb = window.jupyterapp.shell.currentWidget;
-    const session = nb && nb.context && nb.context.isReady && nb.sessionContext
-        && nb.sessionContext.session;
-    const kernel = session && session.kernel;
-    return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
-}"""
-NOTHING_RUNNING = """() => {
-    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
-    const idle = document.querySelector(".jp-Notebook-ExecutionIndicator[data-status='idle']");
-    return idle !== null && !prompts.some(p => p.textContent.includes('*'));
-}"""
-ANY_PROMPT_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-    .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
-
-
-def wait_for_kernel_ready(page) -> None:
-    """Wait until the notebook is loaded and its kernel connected and idle (accepting a
-    kernel dialog if one appears)."""
-    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("() => window.jupyterapp.restored")  # the widget manager has started too
-    for _ in range(180):
-        if page.evaluate(KERNEL_READY):
-            return
-        dialog = page.locator(".jp-Dialog button.jp-mod-accept")
-        if dialog.count():
-            dialog.first.click()
-        page.wait_for_timeout(500)
-    raise AssertionError("the notebook's kernel never became ready")
-
-
-def run_all(page) -> None:
-    """Run All Cells from the menu; retry once if no cell starts (a menu click can be lost)."""
-    for _ in range(3):
-        page.locator("li.lm-MenuBar-item", has_text="Run").first.click()
-        page.locator("li.lm-Menu-item", has_text="Run All Cells").first.click()
-        try:
-            page.wait_for_function(ANY_PROMPT_STARTED, timeout=15_000)
-            return
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    raise AssertionError("Run All Cells did not start any cell")
-
-
-def run_all_and_wait(page) -> None:
-    """Wait for the kernel, Run All from the menu, then wait until every cell has run."""
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    # Widgets created before every extension (the widget manager among them) has started are
-    # lost ("Loading widget..."): wait_for_kernel_ready waits for the app to be restored first.
-    wait_for_kernel_ready(page)
-    run_all(page)
-    # Done = the kernel idle and no cell queued or running, twice 1 s apart. A cell that stopped
-    # the run early is then reported by the checks on the saved notebook, not as a timeout.
-    deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
-    while time.monotonic() < deadline:
-        page.wait_for_function(NOTHING_RUNNING, timeout=RUN_TIMEOUT_MS)
-        page.wait_for_timeout(1000)
-        if page.evaluate(NOTHING_RUNNING):
-            return
-    raise AssertionError("the notebook was still running after the time limit")
-
-
-def saved_notebook(page, lab, name: str):
-    """Save from the browser and read back what the learner would have on disk."""
-    path = lab.root / name
-    before = path.stat().st_mtime_ns
-    page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and path.stat().st_mtime_ns == before:
-        time.sleep(0.2)
-    return nbformat.read(path, as_version=4)
 
 
 def cells_not_run(nb) -> list[int]:
@@ -108,8 +37,8 @@ def unexpected_errors(nb) -> list[str]:
     return found
 
 
-def count_png_outputs(nb) -> int:
-    return sum("image/png" in out.get("data", {}) for c in nb.cells for out in c.get("outputs", []))
+def count_outputs(nb, mime: str) -> int:
+    return sum(mime in out.get("data", {}) for c in nb.cells for out in c.get("outputs", []))
 
 
 def answer_quiz(page) -> str:
@@ -126,19 +55,17 @@ def answer_quiz(page) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LESSONS)
-def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(page, lab, name):
-    page.goto(lab.notebook_url(name))
-    run_all_and_wait(page)
-    nb = saved_notebook(page, lab, name)
+def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(run_lesson, name):
+    run = run_lesson(name)
+    page, nb = run.page, run.saved
     assert unexpected_errors(nb) == []
     assert cells_not_run(nb) == [], "cells that never ran (the run stopped early)"
     images = page.locator(".jp-RenderedImage img")
-    assert images.count() == count_png_outputs(nb)
+    assert images.count() == count_outputs(nb, "image/png")
     for img in images.all():
         assert img.evaluate("i => i.complete && i.naturalWidth > 0"), "a plot did not render"
-    widget_outputs = sum("application/vnd.jupyter.widget-view+json" in out.get("data", {})
-                         for c in nb.cells for out in c.get("outputs", []))
-    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() >= widget_outputs
+    widgets = count_outputs(nb, "application/vnd.jupyter.widget-view+json")
+    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() >= widgets
     assert "Score:" in answer_quiz(page)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name.removesuffix('.ipynb')}.png"), full_page=False)
@@ -146,9 +73,175 @@ def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(page, lab, nam
 
 
 @pytest.mark.slow
-def test_check_shows_its_pass_line_in_lesson_00(page, lab):
-    page.goto(lab.notebook_url("00_start_here.ipynb"))
-    run_all_and_wait(page)
+@pytest.mark.lesson("00_start_here.ipynb")
+def test_check_shows_its_pass_line_and_a_failure_without_a_traceback(run_lesson):
+    page = run_lesson("00_start_here.ipynb").page
     page.locator(".jp-OutputArea-output:has-text('✔ 00.count_params passed')").wait_for(timeout=10_000)
     failure = page.locator(".jp-OutputArea-output:has-text('CheckFailed: 00.count_params')")
     assert failure.count() == 1 and "Traceback" not in failure.inner_text()
+
+
+@pytest.mark.slow
+@pytest.mark.lesson("05_non_contiguous_tensors.ipynb")
+def test_stride_explorer_redraws_for_an_op_and_undo_and_reset_restore_it(run_lesson):
+    page = run_lesson("05_non_contiguous_tensors.ipynb").page
+    explorer = page.locator(".jp-OutputArea-output .stride-explorer").first
+    bring_into_view(explorer)
+    info = explorer.locator(".stride-explorer-info")
+    code = explorer.locator(".stride-explorer-code")
+    img = explorer.locator("img.stride-explorer-picture")
+    op, args = explorer.get_by_label("op", exact=True), explorer.get_by_label("args", exact=True)
+    apply = explorer.get_by_role("button", name="apply", exact=True)
+
+    info_before, code_before = info.text_content(), code.text_content()
+    assert "(3, 4)" in info_before and "(4, 1)" in info_before, info_before  # shape, strides
+    png_before = picture(img)
+    assert png_before.startswith(b"\x89PNG"), "the explorer's picture is not a PNG"
+
+    # Choosing an op makes the kernel fill in that op's default args: the dropdown is live.
+    op.select_option("permute")
+    expect(args).to_have_value("1, 0", timeout=WAIT_MS)
+    apply.click()
+    expect(code).to_contain_text("t.permute(1, 0)", timeout=WAIT_MS)
+    expect(info).to_contain_text("(1, 4)", timeout=WAIT_MS)  # the transposed strides
+    info_after = info.text_content()
+    assert info_after != info_before and "False" in info_after, info_after  # not contiguous
+    png_after = picture(img, lambda png: png != png_before, "the picture did not change on apply")
+    assert png_after.startswith(b"\x89PNG")
+
+    explorer.get_by_role("button", name="undo", exact=True).click()
+    expect(info).to_have_text(info_before, timeout=WAIT_MS)
+    expect(code).to_have_text(code_before, timeout=WAIT_MS)
+    picture(img, lambda png: png == png_before, "undo did not bring the first picture back")
+
+    # Two ops, then reset: back to the starting tensor.
+    expect(args).to_have_value("1, 0", timeout=WAIT_MS)  # still permute, its default again
+    apply.click()
+    expect(code).to_contain_text("t.permute(1, 0)", timeout=WAIT_MS)
+    op.select_option("slice with step")
+    expect(args).to_have_value("1, 2", timeout=WAIT_MS)
+    apply.click()
+    expect(code).to_contain_text("::2]", timeout=WAIT_MS)
+    picture(img, lambda png: png not in (png_before, png_after), "no new picture for two ops")
+    explorer.get_by_role("button", name="reset", exact=True).click()
+    expect(info).to_have_text(info_before, timeout=WAIT_MS)
+    expect(code).to_have_text(code_before, timeout=WAIT_MS)
+    picture(img, lambda png: png == png_before, "reset did not bring the first picture back")
+
+
+@pytest.mark.slow
+@pytest.mark.lesson("07_training_bugs.ipynb")
+def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_lesson):
+    from course_utils.bugcard import LETTERS  # imports torch: only when the test runs
+    from course_utils.bugcard import card as bug_card
+
+    page = run_lesson("07_training_bugs.ipynb").page
+    card = page.locator(".jp-OutputArea-output .widget-vbox").filter(
+        has=page.get_by_role("button", name="Reveal", exact=True)).first
+    bring_into_view(card)
+    assert "Spot the bug" in card.inner_text()
+    expected = bug_card(card.locator("code").first.text_content()).drill  # the title names it
+    right = expected.question.answer
+    choice = card.locator(".widget-radio-box input[type=radio]").nth(right)
+    submit = card.get_by_role("button", name="Submit", exact=True)
+    reveal = card.get_by_role("button", name="Reveal", exact=True)
+    for locked in (choice, submit, reveal):  # nothing to click before a hypothesis
+        expect(locked).to_be_disabled()
+
+    card.get_by_label("Hypothesis", exact=True).fill("nothing zeroes .grad, so gradients add up")
+    expect(choice).to_be_enabled(timeout=WAIT_MS)  # the kernel unlocked the choices
+    choice.check()
+    expect(submit).to_be_enabled(timeout=WAIT_MS)
+    submit.click()
+    expect(card.locator(".widget-html", has_text="Right:")).to_contain_text(
+        f"✔ Right: {LETTERS[right]})", timeout=WAIT_MS)
+
+    card.get_by_role("button", name="Run the buggy code", exact=True).click()
+    expect(card.locator(".widget-output")).to_contain_text("symptom:", timeout=WAIT_MS)
+
+    expect(reveal).to_be_enabled(timeout=WAIT_MS)
+    reveal.click()
+    fix = card.locator(".widget-html", has_text="The fix:")
+    fix.wait_for(timeout=WAIT_MS)
+    shown = " ".join(fix.text_content().split())
+    for part in (expected.fixed_code, f"Why: {expected.why}"):
+        assert " ".join(part.split()) in shown, f"{part!r} is not in the revealed text"
+
+
+# --- lesson 08's drill clock --------------------------------------------------------------------
+
+SLEEP_PROMPT = """() => [...document.querySelectorAll('.jp-CodeCell')]
+    .filter(c => c.querySelector('.jp-InputArea-editor').textContent.includes('time.sleep('))
+    .map(c => c.querySelector('.jp-InputPrompt').textContent).join('')"""
+
+
+def drill_widget(page):
+    """The outermost widget box that holds the Start drill button."""
+    return page.locator(".jp-OutputArea-output .widget-vbox").filter(
+        has=page.locator(f"button:has-text('{START}')")).first
+
+
+def seconds_shown(widget) -> int:
+    return int(widget.locator(".widget-text:has(label:text-is('seconds')) input").input_value())
+
+
+def bar_width(widget) -> float:
+    style = widget.locator(".widget-hprogress .progress-bar").get_attribute("style") or ""
+    width = [part for part in style.split(";") if part.strip().startswith("width")]
+    return float(width[0].split(":")[1].strip().rstrip("%")) if width else 0.0
+
+
+def wait_for_count(widget, at_least: int, seconds: float = 15) -> int:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = seconds_shown(widget)
+        if value >= at_least:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"the clock never reached {at_least} s (shows {seconds_shown(widget)})")
+
+
+def kernel_sleeping(page) -> bool:
+    """Whether the cell added by keep_kernel_busy is still running."""
+    return "*" in page.evaluate(SLEEP_PROMPT)
+
+
+def keep_kernel_busy(page, seconds: int) -> None:
+    """Add a cell at the end that sleeps, and run it (the notebook is not saved again)."""
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:insert-cell-below')")
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:enter-edit-mode')")
+    page.keyboard.type(f"import time; time.sleep({seconds})")
+    # not awaited: the command's promise resolves only when the cell has finished
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
+    page.wait_for_function(f"() => ({SLEEP_PROMPT})().includes('*')", timeout=10_000, polling=100)
+
+
+@pytest.mark.slow
+@pytest.mark.lesson("08_interview_drills.ipynb")
+def test_the_drill_clock_counts_in_the_browser_even_while_the_kernel_is_busy(run_lesson):
+    page = run_lesson("08_interview_drills.ipynb").page
+    widget = drill_widget(page)
+    widget.scroll_into_view_if_needed()
+    assert seconds_shown(widget) == 0 and bar_width(widget) == 0.0
+
+    widget.locator(f"button:has-text('{START}')").click()
+    widget.locator(".widget-textarea textarea").wait_for(timeout=10_000)  # the card's hypothesis box
+    assert "torch" in widget.locator(".widget-html pre").first.inner_text()  # the buggy code shows
+    first = wait_for_count(widget, 1)
+
+    keep_kernel_busy(page, 8)
+    before = seconds_shown(widget)
+    page.wait_for_timeout(3000)
+    after = seconds_shown(widget)
+    assert kernel_sleeping(page), "the kernel should still be busy with the sleeping cell"
+    assert after - before >= 2, f"the clock went from {before} to {after} in 3 s of a busy kernel"
+    assert after > first and bar_width(widget) > 0.0
+
+    page.locator(KERNEL_IDLE).wait_for(timeout=30_000)
+    widget.locator(".widget-textarea textarea").fill("softmax applied twice; the loss has a floor")
+    widget.locator(".widget-radio-box input[type=radio]").first.check()
+    widget.locator("button:has-text('Submit')").click()
+    widget.locator(":text-matches('Right|Not quite')").first.wait_for(timeout=10_000)
+    stopped = seconds_shown(widget)
+    page.wait_for_timeout(2500)
+    assert seconds_shown(widget) - stopped <= 1, "submitting the answer stops the clock"
