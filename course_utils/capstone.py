@@ -249,7 +249,7 @@ class Run:
             from course_utils.sentinel import Sentinel
 
             self.sentinel = Sentinel(self.model, self.optimizer)
-        self._outer = list(syncpoints._ACTIVE)  # e.g. find_sync_points(script, lab) around the run
+        self._outer = list(syncpoints.active_watches())  # e.g. find_sync_points(script, lab) around the run
         for watch in [*self._outer, SyncWatch()]:
             watch.mark((self.model, self.lab._handed))  # the lab's tensors live on the device
         self.watch = watch

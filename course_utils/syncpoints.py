@@ -266,6 +266,14 @@ class _DispatchMode(TorchDispatchMode):
 _ACTIVE: list[SyncWatch] = []
 
 
+def active_watches() -> tuple[SyncWatch, ...]:
+    """The watchers running now, outermost first: a ``find_sync_points`` run, an emulated device.
+
+    Code that hands tensors to a watched run marks them on each (``watch.mark``) so their reads
+    count as device reads (lesson 08's capstone does)."""
+    return tuple(_ACTIVE)
+
+
 def note_sync(kind: str = "synchronize") -> None:
     """Tell the active watchers about an explicit wait (called by ``timing.sync``)."""
     for watch in list(_ACTIVE):

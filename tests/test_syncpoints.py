@@ -132,3 +132,13 @@ def test_empty_report_says_so():
     report = find_sync_points(lambda x: x + 1, torch.ones(2))
     assert len(report) == 0 and str(report).startswith("no sync points")
     assert torch.equal(report.result, torch.full((2,), 2.0))
+
+
+def test_active_watches_lists_the_running_watchers_outermost_first():
+    from course_utils.emulate.async_queue import AsyncDevice
+    from course_utils.syncpoints import SyncWatch, active_watches
+
+    assert active_watches() == ()
+    with SyncWatch() as outer, AsyncDevice() as inner:
+        assert active_watches() == (outer, inner)
+    assert active_watches() == ()

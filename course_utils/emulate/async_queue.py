@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from course_utils.syncpoints import _ACTIVE, SyncWatch, note_sync
+from course_utils.syncpoints import SyncWatch, active_watches, note_sync
 
 _METADATA_MUTATORS = frozenset({"set_", "resize_", "resize_as_", "_resize_output_", "detach_"})
 
@@ -165,7 +165,7 @@ class AsyncDevice(SyncWatch):
 
     def synchronize(self, record: bool = True) -> None:
         """Block until every queued kernel has run; ``record=False`` for timers' own waits."""
-        if record and self in _ACTIVE:
+        if record and self in active_watches():
             note_sync("synchronize")
         else:
             self._drain()
