@@ -1,16 +1,21 @@
 """Is every drill well made: its buggy code shows the bug when run, its fix does not, and the
 distributed drill ends within its bound?"""
 
+import copy
 import json
+import pickle
 import re
 import subprocess
 import sys
 import time
 
 import pytest
+import torch
+import torch.nn.functional as F
 
 from course_utils import bank, drills, progress
 from course_utils.drills import distributed
+from course_utils.drills.models import LinearKeepingGrad
 from tests.conftest import ROOT
 
 ALL = drills.all_drills()
@@ -175,3 +180,17 @@ def test_a_worker_that_never_returns_is_killed_at_the_hard_bound():
                                 timeout_s=1.0, bound_s=8)
     assert result.killed and time.monotonic() - start < 20
     assert "within the 8 s bound: False" in distributed.describe(result)
+
+
+@pytest.mark.parametrize("trip", [copy.deepcopy, lambda obj: pickle.loads(pickle.dumps(obj))],
+                         ids=["deep copy", "pickle"])
+def test_a_linear_keeping_grad_keeps_its_stale_gradient_through_copies_and_pickles(trip):
+    torch.manual_seed(0)
+    model = LinearKeepingGrad(3, 2)
+    F.mse_loss(model(torch.randn(4, 3)), torch.randn(4, 2)).backward()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    copied, copied_optimizer = trip((model, optimizer))
+    for p, q in zip(model.parameters(), copied.parameters(), strict=True):
+        assert torch.equal(p, q) and torch.equal(p.grad, q.grad) and q.grad is not p.grad
+    assert copied_optimizer.param_groups[0]["params"][0] is copied.weight  # still the copy's own
+    assert trip(LinearKeepingGrad(2, 2)).weight.grad is None

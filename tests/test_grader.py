@@ -434,6 +434,28 @@ def test_is_an_exercise_that_cannot_be_graded_across_processes_left_out_with_a_r
     assert seen == ["right"]  # the self-test ran the answers in a copy of this process
 
 
+class KeptByCopiesLostByPickles:
+    """A case input a deep copy keeps whole but a pickle loses ``extra`` of (as a plain module's
+    pickle loses ``.grad``)."""
+
+    def __init__(self, extra: int = 0):
+        self.extra = extra
+
+    def __deepcopy__(self, memo):
+        return type(self)(self.extra)
+
+    def __reduce__(self):
+        return type(self), ()
+
+
+def test_is_a_wrong_answer_only_an_input_the_pickle_loses_exposes_caught_by_the_self_test():
+    box = [Case("an input carrying extra=5", (KeptByCopiesLostByPickles(5),))]
+    honest = fake_exercise(lambda b: 1, box, mutants={"wrong by 1": lambda b: 2})
+    assert judging.batch_problem(prepared(honest)) is None
+    lossy = fake_exercise(lambda b: 1, box, mutants={"adds extra": lambda b: b.extra + 1})
+    assert "known wrong answer 'adds extra'" in judging.batch_problem(prepared(lossy))
+
+
 def test_are_the_inputs_refused_when_the_submissions_process_would_need_the_bank():
     from course_utils.bank.lesson01 import batch_bytes
 
@@ -443,7 +465,7 @@ def test_are_the_inputs_refused_when_the_submissions_process_would_need_the_bank
                       bytes)
 
 
-def test_can_every_exercise_be_graded_in_batch_but_the_one_that_watches_its_process():
+def test_can_every_exercise_be_graded_in_batch_but_those_that_watch_their_process():
     from course_utils.lessons import LESSONS
 
     left_out = {}
@@ -451,7 +473,10 @@ def test_can_every_exercise_be_graded_in_batch_but_the_one_that_watches_its_proc
         ready, skipped = judging.prepare(lesson.number, seed=11)
         assert len(ready) + len(skipped) == len(judging.lesson_exercises(lesson.number))
         left_out.update(skipped)
-    assert list(left_out) == ["04.prefix_sum"]
+    capstone = ["08.capstone_loss", "08.capstone_frozen", "08.capstone_fallback", "08.capstone_syncs"]
+    assert list(left_out) == ["03.log_every_n", "04.prefix_sum", *capstone]
+    assert all("made-up report" in left_out[name] for name in capstone)
+    assert "how often the answer reads the losses to the host" in left_out["03.log_every_n"]
     assert "watches which ops the answer runs" in left_out["04.prefix_sum"]
     assert judging.prepare("42", seed=1) == ([], {})
     assert judging.prepare("01", seed=5)[0][0].answer_name == "choose_device"

@@ -1,6 +1,9 @@
 """Does find_sync_points list every host read of a device tensor, with the user's line, and nothing else?"""
 
+import copy
 import inspect
+import linecache
+import pickle
 
 import numpy as np
 import pytest
@@ -10,7 +13,7 @@ from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from course_utils.bank import lesson03
-from course_utils.syncpoints import KINDS, find_sync_points
+from course_utils.syncpoints import KINDS, find_sync_points, make_loop
 from course_utils.timing import sync
 
 
@@ -142,3 +145,26 @@ def test_active_watches_lists_the_running_watchers_outermost_first():
     with SyncWatch() as outer, AsyncDevice() as inner:
         assert active_watches() == (outer, inner)
     assert active_watches() == ()
+
+
+def test_a_generated_loop_shows_its_source_and_finds_its_syncs_like_a_function():
+    loop = make_loop(["history.append(loss.item())", "kept.append(loss.detach())"], "loop: two lines")
+    lines, first = inspect.getsourcelines(loop)
+    assert lines[0] == "def loop(model, batches):\n" and lines[-3:-1] == [
+        "        history.append(loss.item())\n", "        kept.append(loss.detach())\n"]
+    assert loop.__code__.co_firstlineno == first and loop.__name__ == "loop"
+    model, batches = nn.Linear(4, 3), [(torch.randn(6, 4), torch.tensor([0, 1, 2, 0, 1, 2]))] * 2
+    report = find_sync_points(loop, model, batches)
+    assert [(p.kind, p.where.line - first + 1) for p in report.points] == [("item", 12)] * 2
+    assert report.points[0].where.file == "<loop: two lines>"
+    assert len(report.result) == 2 and copy.deepcopy(loop) is loop
+
+
+def test_a_generated_loop_is_compiled_again_where_its_pickle_is_loaded():
+    loop = make_loop(["picked = x[y == 0]"], "loop: pickled")
+    blob = pickle.dumps(loop)
+    linecache.cache.pop("<loop: pickled>")  # as in another process, which never saw its source
+    again = pickle.loads(blob)
+    assert again is not loop and again.statements == ("picked = x[y == 0]",)
+    assert inspect.getsource(again) == inspect.getsource(loop)
+    assert repr(again) == "<generated loop 'loop: pickled'>"

@@ -124,3 +124,27 @@ def test_the_timeline_chart_is_small_and_has_both_lanes():
         fig = timing.plot_timeline(dev.timeline(start), {"naive": (start, start + 0.001)})
     assert tuple(fig.get_size_inches()) == (6, 2.6) and fig.dpi == 80
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["device", "host"]
+
+
+def test_the_fake_device_queues_work_and_only_a_sync_waits_for_it():
+    dev = timing.FakeDevice(launch=0.002, work=0.01, sync_cost=0.0, slow_calls=1, slow_extra=0.5)
+    dev.run()
+    assert dev.clock() == pytest.approx(0.002)  # the call returned after its launch
+    dev.sync()
+    assert dev.clock() == pytest.approx(0.512)  # launch, then the first call's work and its extra cost
+    dev.run()
+    dev.run()
+    dev.sync()
+    assert dev.clock() == pytest.approx(0.512 + 0.002 + 0.02)  # queued work runs back to back
+    assert dev.calls == 3 and "1 slow first calls" in repr(dev)
+
+
+def test_the_fake_device_adds_a_spike_to_one_call_only():
+    dev = timing.FakeDevice(launch=0.0, work=0.01, sync_cost=0.0, spike_at=2, spike=0.2)
+    times = []
+    for _ in range(3):
+        start = dev.clock()
+        dev.run()
+        dev.sync()
+        times.append(dev.clock() - start)
+    assert times == pytest.approx([0.01, 0.21, 0.01])

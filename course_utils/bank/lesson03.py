@@ -9,7 +9,6 @@ points planted in it (each planted line ends with a ``# sync: <kind>`` comment).
 from __future__ import annotations
 
 import inspect
-import linecache
 import math
 import random
 import re
@@ -23,7 +22,8 @@ from torch import nn
 from course_utils.compare import mismatch
 from course_utils.exercise import Case, Exercise, Outcome
 from course_utils.quiz import Question, Quiz
-from course_utils.syncpoints import find_sync_points, function_kind, tensors_in
+from course_utils.syncpoints import find_sync_points, function_kind, make_loop, tensors_in
+from course_utils.timing import FakeDevice  # case inputs: defined outside the bank (`course grade`)
 
 # --- lesson material ----------------------------------------------------------------------------
 
@@ -126,39 +126,6 @@ def train_logging(model: nn.Module, optimizer: torch.optim.Optimizer, batches: l
 
 
 # --- 03.honest_timer ----------------------------------------------------------------------------
-
-
-class FakeDevice:
-    """A deterministic asynchronous device: a fake clock, a queue, and a sync that drains it.
-
-    ``run()`` costs ``launch`` seconds of host time and queues ``work`` seconds of device work (the
-    first ``slow_calls`` calls queue ``slow_extra`` more: first-call costs; call number ``spike_at``
-    queues ``spike`` more: a hiccup). ``sync()`` advances the clock until the device is idle.
-    """
-
-    def __init__(self, launch: float, work: float, sync_cost: float = 2e-5, slow_calls: int = 0,
-                 slow_extra: float = 0.0, spike_at: int | None = None, spike: float = 0.0):
-        self.launch, self.work, self.sync_cost = launch, work, sync_cost
-        self.slow_calls, self.slow_extra, self.spike_at, self.spike = slow_calls, slow_extra, spike_at, spike
-        self.now = self.busy_until = 0.0
-        self.calls = 0
-
-    def run(self) -> None:
-        self.calls += 1
-        self.now += self.launch
-        extra = (self.slow_extra if self.calls <= self.slow_calls else 0.0) + (
-            self.spike if self.calls == self.spike_at else 0.0)
-        self.busy_until = max(self.now, self.busy_until) + self.work + extra
-
-    def sync(self) -> None:
-        self.now = max(self.now, self.busy_until) + self.sync_cost
-
-    def clock(self) -> float:
-        return self.now
-
-    def __repr__(self) -> str:
-        return (f"FakeDevice(launch={self.launch:.3g}s, work={self.work:.3g}s, "
-                f"{self.slow_calls} slow first calls)")
 
 
 def honest_time(fn, sync, clock, warmup: int, repeats: int) -> float:
@@ -265,7 +232,8 @@ def sync_lines(loop, *args) -> dict[int, int]:
     return out
 
 
-# body statements for generated loops: ones that sync on an accelerator, and ones that do not
+# body statements for generated loops: ones that sync on an accelerator, and ones that do not.
+# make_loop lives in course_utils.syncpoints: its loops pickle, so `course grade` can send them.
 _SYNCING = (
     "history.append(loss.item())",
     "stop = bool(torch.isnan(loss))",
@@ -291,32 +259,6 @@ _QUIET = (
     "best = logits.argmax(1)",
     "history.append(step * 0.5)",
 )
-_LOOP_HEAD = """import torch
-import torch.nn.functional as F
-
-
-def loop(model, batches):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    history, kept, total = [], [], 0.0
-    host_lr = torch.tensor(0.1)
-    running = torch.zeros(())
-    for step, (x, y) in enumerate(batches):
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-"""
-
-
-def make_loop(statements: list[str], name: str):
-    """Compile a training loop whose body ends with ``statements`` (its source stays inspectable)."""
-    source = _LOOP_HEAD + "".join(f"        {s}\n" for s in statements) + "    return history\n"
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"torch": torch, "F": F}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["loop"]
 
 
 def loop_data(rng: random.Random, steps: int) -> tuple[nn.Module, list]:
@@ -591,6 +533,8 @@ EXERCISES = [
         fixed=_log_fixed,
         random=_log_random,
         judge=_log_judge,
+        in_process_only="its check counts how often the answer reads the losses to the host, which "
+                        "only the answer's own process can see, and a submission could forge a report of",
         hints=(
             "Keep the loss tensors (they stay on the device) and read them together every n steps.",
             "torch.stack(pending).tolist() reads n values in one sync; .item() or float() on each "

@@ -8,7 +8,6 @@ learners really write that hide the symptom but keep the bug.
 
 from __future__ import annotations
 
-import copy
 import math
 import random
 
@@ -17,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.compare import mismatch
+from course_utils.drills.models import LinearKeepingGrad
 from course_utils.exercise import Case, Exercise, Outcome
 from course_utils.quiz import Question, Quiz
 
@@ -32,17 +32,7 @@ def _batch(seed: int, n: int, d_in: int, d_out: int, scale: float = 1.0):
     return torch.randn(n, d_in, generator=g), scale * torch.randn(n, d_out, generator=g)
 
 
-class Linear(nn.Linear):
-    """nn.Linear whose copies keep their .grad, like a live model (a plain deepcopy drops it)."""
-
-    def __deepcopy__(self, memo):
-        new = type(self).__new__(type(self))
-        memo[id(self)] = new
-        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
-        for old, fresh in zip(self.parameters(), new.parameters(), strict=True):
-            if old.grad is not None:
-                fresh.grad = old.grad.clone()
-        return new
+Linear = LinearKeepingGrad  # sent to a submission's process by `course grade`: not defined in the bank
 
 
 def _linear(seed: int, d_in: int, d_out: int) -> nn.Linear:
@@ -66,6 +56,17 @@ def _stale(model: nn.Module, seed: int) -> nn.Module:
     return model
 
 
+def _fresh_batch_losses(ref: nn.Module, mine: nn.Module) -> tuple[float, float]:
+    """The reference's loss and the answer's on a fresh batch, both computed by the reference's
+    module (``course grade`` receives a submission's parameters, not a model that can run)."""
+    matrices = [w for w in ref.parameters() if w.dim() == 2]
+    x, y = _batch(4242, 16, matrices[0].shape[1], matrices[-1].shape[0])
+    names = [name for name, _ in ref.named_parameters()]
+    with torch.no_grad():
+        yours = torch.func.functional_call(ref, dict(zip(names, mine.parameters(), strict=True)), (x,))
+        return F.mse_loss(ref(x), y).item(), F.mse_loss(yours, y).item()
+
+
 def _model_judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
     """Compare trained models: every parameter, and the loss on a fresh batch."""
     if got.error is not None:
@@ -75,10 +76,7 @@ def _model_judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
     ref, mine = expected.value, got.value
     for (name, p), q in zip(ref.named_parameters(), mine.parameters(), strict=True):
         if not torch.allclose(p, q, atol=1e-5, rtol=1e-4):
-            matrices = [w for w in ref.parameters() if w.dim() == 2]
-            x, y = _batch(4242, 16, matrices[0].shape[1], matrices[-1].shape[0])
-            with torch.no_grad():
-                ours, yours = F.mse_loss(ref(x), y).item(), F.mse_loss(mine(x), y).item()
+            ours, yours = _fresh_batch_losses(ref, mine)
             diff = (p - q).abs().max().item()
             return (f"after training, parameter '{name}' differs from the reference by up to "
                     f"{diff:.3g}; on a fresh batch your model's loss is {yours:.4g}, the "

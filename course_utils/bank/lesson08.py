@@ -133,7 +133,12 @@ HAUNTED = {"the haunted script as given": haunted}
 
 # --- the exercises ----------------------------------------------------------------------------------
 
-_COMMON = {"reference": train, "fixed": _fixed_cases, "random": _random_case, "n_random": 2}
+# Every checkpoint reads the report lab.run() measures inside the answer's process; from another
+# process that report is only a claim, and a made-up dict would pass.
+_IN_PROCESS = ("its checks read what lab.run(...) measured inside the answer's own process (the loss, "
+               "frozen parameters, fallbacks, syncs); a submission could return a made-up report")
+_COMMON = {"reference": train, "fixed": _fixed_cases, "random": _random_case, "n_random": 2,
+           "in_process_only": _IN_PROCESS}
 
 EXERCISES = [
     Exercise(

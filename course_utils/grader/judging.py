@@ -95,18 +95,28 @@ def _read_all(fd: int, deadline_s: float) -> bytes:
         chunks.append(data)
 
 
-def _in_copy(prep: Prepared) -> dict:
+def _unpickled_cases(prep: Prepared, blob: bytes) -> list[Case]:
+    """The cases as a submission's process loads them from ``pickle_cases``'s bytes."""
+    from course_utils.grader.runner import load_cases
+
+    inputs = load_cases(blob)[prep.exercise.id]
+    return [Case(c.label, args, kwargs) for c, (args, kwargs) in zip(prep.cases, inputs, strict=True)]
+
+
+def _in_copy(prep: Prepared, blob: bytes) -> dict:
     """What a forked copy computes: the reference's outcomes, and per mutant whether ``check()``
-    would reject it there (reference and mutant called in turn per case, as ``check`` does) and
-    the outcomes a submission's process would send for it."""
+    would reject it there (reference and mutant called in turn per case until one is rejected, as
+    ``check`` does) and the outcomes a submission's process would send for it. Those run on the
+    inputs unpickled from ``blob``, so an input the pickle loses part of (a stale ``.grad``, say)
+    shows here."""
     ex, judge = prep.exercise, prep.judge
-    found = {"reference": [_encoded(run(ex.reference, c)) for c in prep.cases], "mutants": {}}
+    sent_cases = _unpickled_cases(prep, blob)
+    found = {"reference": [_encoded(run(ex.reference, c)) for c in sent_cases], "mutants": {}}
     for name, mutant in ex.mutants.items():
         caught, sent = False, []
-        for case in prep.cases:
-            expected, got = run(ex.reference, case), run(mutant, case)
-            caught = caught or _rejected(judge, expected, got, case)
-            sent.append(_encoded(got))
+        for case, sent_case in zip(prep.cases, sent_cases, strict=True):
+            caught = caught or _rejected(judge, run(ex.reference, case), run(mutant, case), case)
+            sent.append(_encoded(run(mutant, sent_case)))
         found["mutants"][name] = {"caught": caught, "outcomes": sent}
     return found
 
@@ -155,10 +165,11 @@ def batch_problem(prep: Prepared) -> str | None:
     """Why this exercise cannot be graded faithfully across processes, or None.
 
     Its inputs must reach the submission's process without the bank. Then, in a forked copy of
-    this process, the reference and every mutant run and their results make the trip back, as a
-    submission's would: the reference must still pass here, and every mutant ``check()`` rejects
-    must still be rejected here (a judge that reads state the call leaves behind in its own
-    process, or a value the trip loses, would otherwise pass a known wrong answer).
+    this process, the reference and every mutant run on the inputs as that process unpickles them
+    and their results make the trip back, as a submission's would: the reference must still pass
+    here, and every mutant ``check()`` rejects must still be rejected here (a judge that reads
+    state the call leaves behind in its own process, or an input or a value the trip loses, would
+    otherwise pass a known wrong answer).
     """
     ex, judge = prep.exercise, prep.judge
     if ex.in_process_only:
@@ -166,12 +177,12 @@ def batch_problem(prep: Prepared) -> str | None:
     try:
         from course_utils.grader.sandbox import pickle_cases
 
-        pickle_cases({ex.id: [(c.args, c.kwargs) for c in prep.cases]})
+        blob = pickle_cases({ex.id: [(c.args, c.kwargs) for c in prep.cases]})
     except Exception as err:  # noqa: BLE001 - PicklingError, AttributeError, ValueError...
         text = re.sub(r" at 0x[0-9a-fA-F]+", "", str(err))[:160]
         return f"its inputs cannot be sent to a submission's process ({text})"
     try:
-        found = in_a_fork(lambda: _in_copy(prep))
+        found = in_a_fork(lambda: _in_copy(prep, blob))
     except (OSError, ValueError, TimeoutError) as err:
         return f"its self-test in a separate process failed ({type(err).__name__}: {err})"
     pairs = list(zip(prep.cases, prep.expected, strict=True))

@@ -266,17 +266,22 @@ def _line(record: dict) -> str:
             "answer"), "detail": f"the results could not be written: {type(err).__name__}"}) + "\n"
 
 
+def load_cases(blob: bytes) -> dict[str, list[tuple[tuple, dict]]]:
+    """The inputs the grader drew (``sandbox.pickle_cases``'s bytes), by exercise id."""
+    import pickle
+
+    return pickle.loads(blob)  # noqa: S301 - the grader's own bytes, never a submission's
+
+
 def main(workdir: str) -> None:
     """Run one submission as ``plan.json`` and ``cases.pkl`` in ``workdir`` describe."""
     plan = json.loads(Path(workdir, "plan.json").read_text(encoding="utf-8"))
     install_guard(plan["blocked_dirs"])
-    import pickle
-
     import torch
 
     torch.set_num_threads(1)
     neutralise_checks()
-    cases = pickle.loads(Path(workdir, "cases.pkl").read_bytes())  # written by the grader
+    cases = load_cases(Path(workdir, "cases.pkl").read_bytes())  # written by the grader
     results = open(Path(workdir, "results.jsonl"), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
     if sys.stdin.buffer.read(2) != b"go":  # the supervisor has not recorded our pid: do nothing
         os._exit(71)
