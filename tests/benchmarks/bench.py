@@ -1,6 +1,6 @@
 """The course's performance budgets, measured in one run and printed as a table (issue 12).
 
-    .venv/bin/python tests/benchmarks/bench.py [--skip-suite] [--markdown]
+    .venv/bin/python tests/benchmarks/bench.py [--skip-e2e] [--skip-suite] [--markdown]
 
 Not part of the pass/fail suite: machines are noisy, so every figure is a median of repetitions and
 every ratio is measured side by side, interleaved, in the same run. Rows whose subject has not
@@ -100,6 +100,19 @@ def suite_row() -> tuple[str, str, str, bool]:
     return ("README test command", verdict, "<= 8 min", seconds <= 480 and code == 0)
 
 
+def e2e_row() -> tuple[str, str, str, bool]:
+    """The browser tests alone (tests/e2e: every lesson in JupyterLab and Chromium), budget 3 min."""
+    if not Path("/usr/bin/chromium").exists():
+        return ("browser tests (tests/e2e) alone", "n/a (no /usr/bin/chromium)", "<= 3 min", True)
+    start = time.perf_counter()
+    code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            str(ROOT / "tests" / "e2e")], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    verdict = f"{seconds:.0f} s" + ("" if code == 0 else f" (exit {code})")
+    return ("browser tests (tests/e2e) alone", verdict, "<= 3 min", seconds <= 180 and code == 0)
+
+
 def render(rows, markdown: bool) -> str:
     if markdown:
         lines = ["| what | measured | budget | met |", "|---|---|---|---|"]
@@ -113,6 +126,7 @@ def render(rows, markdown: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-suite", action="store_true", help="skip timing the test command")
+    parser.add_argument("--skip-e2e", action="store_true", help="skip timing the browser tests")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
     rows = [import_row(), check_row(), *lesson_rows(),
@@ -121,6 +135,8 @@ def main() -> int:
             optional_row("tests.benchmarks.bench_difftest", "difftest default sweep", "<= 30 s",
                          "row"),
             *optional_rows_grade()]
+    if not args.skip_e2e:
+        rows.append(e2e_row())
     if not args.skip_suite:
         rows.append(suite_row())
     print(f"machine: {platform.node() or 'unknown'}, {platform.machine()}, "
