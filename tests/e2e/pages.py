@@ -4,7 +4,6 @@ saved notebook, and poll widgets that the kernel redraws. Used by test_lessons.p
 from __future__ import annotations
 
 import base64
-import time
 
 import nbformat
 import pytest
@@ -110,12 +109,14 @@ def open_and_run(page, url: str, name: str) -> None:
 
 
 def save_and_read(page, path):
-    """Save from the browser and read back what the learner would have on disk."""
+    """Save from the browser and read back what the learner would have on disk.
+
+    The save command's promise settles once the server has answered, i.e. after the file is
+    written: the server rewrites the file in place, so reading when its mtime first changes can
+    catch it empty."""
     before = path.stat().st_mtime_ns
-    page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and path.stat().st_mtime_ns == before:
-        time.sleep(0.2)
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    assert path.stat().st_mtime_ns != before, "saving from JupyterLab did not write the notebook"
     return nbformat.read(path, as_version=4)
 
 
