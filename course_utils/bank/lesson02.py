@@ -132,22 +132,21 @@ def _leaf(*shape: int, transposed: bool = False, seed: int = 0) -> torch.Tensor:
     return torch.randn(*shape, generator=g, requires_grad=True)
 
 
-OPS = SAVING_EXAMPLES  # sent to a submission's process by `course grade`: not defined in the bank
-
-
 def _saved_fixed() -> list[Case]:
-    return [Case(f"{name} on a (4, 8) input", (fn, _leaf(4, 8))) for name, fn in OPS.items()] + [
-        Case("x @ x.T on a transposed (8, 4) input", (OPS["x @ x.T"], _leaf(8, 4, transposed=True))),
-        Case("a slice's sin on a transposed input", (OPS["a slice's sin"], _leaf(6, 8, transposed=True))),
+    ops = SAVING_EXAMPLES  # defined outside the bank: `course grade` sends them
+    return [Case(f"{name} on a (4, 8) input", (fn, _leaf(4, 8))) for name, fn in ops.items()] + [
+        Case("x @ x.T on a transposed (8, 4) input", (ops["x @ x.T"], _leaf(8, 4, transposed=True))),
+        Case("a slice's sin on a transposed input", (ops["a slice's sin"], _leaf(6, 8, transposed=True))),
     ]
 
 
 def _saved_random(rng: random.Random) -> Case:
-    name = rng.choice(sorted(OPS))
+    name = rng.choice(sorted(SAVING_EXAMPLES))
     rows, cols = rng.randint(1, 9), rng.randint(6, 12)
     transposed = rng.random() < 0.5
     x = _leaf(rows, cols, transposed=transposed, seed=rng.randint(0, 999))
-    return Case(f"{name} on a {'transposed ' if transposed else ''}({rows}, {cols}) input", (OPS[name], x))
+    label = f"{name} on a {'transposed ' if transposed else ''}({rows}, {cols}) input"
+    return Case(label, (SAVING_EXAMPLES[name], x))
 
 
 def _saved_counts_duplicates(fn, x):
@@ -199,22 +198,19 @@ def retry_halving(step, batch_size: int, min_batch: int) -> tuple:
         size = max(min_batch, size // 2)
 
 
-SimulatedStep = SimulatedOOMStep  # likewise
-
-
 def _retry_fixed() -> list[Case]:
     return [
-        Case("fits at once", (SimulatedStep(64), 64, 1)),
-        Case("cuda-style OOM until 16 rows", (SimulatedStep(16), 64, 1)),
-        Case("mps-style RuntimeError OOM until 8 rows", (SimulatedStep(8, "mps"), 64, 1)),
-        Case("halving 100 -> 50 -> 25 -> 12", (SimulatedStep(12), 100, 1)),
-        Case("min_batch 20 stops halving at 20", (SimulatedStep(20), 100, 20)),
-        Case("min_batch 4 still runs out of memory", (SimulatedStep(2), 64, 4)),
-        Case("nothing fits, min_batch 1", (SimulatedStep(0, "mps"), 32, 1)),
+        Case("fits at once", (SimulatedOOMStep(64), 64, 1)),
+        Case("cuda-style OOM until 16 rows", (SimulatedOOMStep(16), 64, 1)),
+        Case("mps-style RuntimeError OOM until 8 rows", (SimulatedOOMStep(8, "mps"), 64, 1)),
+        Case("halving 100 -> 50 -> 25 -> 12", (SimulatedOOMStep(12), 100, 1)),
+        Case("min_batch 20 stops halving at 20", (SimulatedOOMStep(20), 100, 20)),
+        Case("min_batch 4 still runs out of memory", (SimulatedOOMStep(2), 64, 4)),
+        Case("nothing fits, min_batch 1", (SimulatedOOMStep(0, "mps"), 32, 1)),
         Case("a ValueError must pass through untouched",
-             (SimulatedStep(64, other=ValueError("labels out of range")), 64, 1)),
+             (SimulatedOOMStep(64, other=ValueError("labels out of range")), 64, 1)),
         Case("a non-OOM RuntimeError must pass through",
-             (SimulatedStep(64, other=RuntimeError("mat1 and mat2 shapes cannot be multiplied")), 64, 1)),
+             (SimulatedOOMStep(64, other=RuntimeError("mat1 and mat2 shapes cannot be multiplied")), 64, 1)),
     ]
 
 
@@ -222,7 +218,7 @@ def _retry_random(rng: random.Random) -> Case:
     batch, min_batch = rng.randint(1, 256), rng.choice((1, 1, 2, 4, 8))
     fits, kind = rng.randint(0, 300), rng.choice(("cuda", "mps"))
     return Case(f"batch {batch}, {kind} OOM above {fits} rows, min_batch {min_batch}",
-                (SimulatedStep(fits, kind), batch, min_batch))
+                (SimulatedOOMStep(fits, kind), batch, min_batch))
 
 
 def _retry_judge(expected: Outcome, got: Outcome, case: Case) -> str | None:

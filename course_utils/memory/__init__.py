@@ -29,6 +29,7 @@ from course_utils.memory.budget import (
     training_step_breakdown,
 )
 from course_utils.memory.counters import Counter, Snapshot, empty_cache, snapshot
+from course_utils.memory.examples import SAVING_EXAMPLES
 from course_utils.memory.oom import (
     MinBatchOutOfMemoryError,
     Retried,
@@ -42,7 +43,7 @@ from course_utils.memory.tracking import Measurement, Tracker, measure, tracking
 from course_utils.memory.watermarks import WATERMARKS, Watermark
 
 __all__ = [
-    "COLORS", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
+    "COLORS", "SAVING_EXAMPLES", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
     "MinBatchOutOfMemoryError", "Part", "Retried", "SavedTensors", "SimulatedOOMStep", "Snapshot",
     "TinyIssueClassifier",
     "Tracker", "Watermark", "draw_memory_models", "empty_cache", "is_out_of_memory", "measure", "mib",
