@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course_utils.learner import CourseError, course_root
+from course_utils.core.errors import CourseError, course_root
 
 
 def _doctor(args) -> int:
-    from course_utils import doctor
+    from course_utils.course import doctor
 
     return doctor.main()
 
@@ -29,7 +29,7 @@ def _lab(args) -> int:
 
 
 def _start(args) -> int:
-    from course_utils.learner import start
+    from course_utils.course.workspace import start
 
     target = start(args.lesson, force=args.force)
     print(f"your copy: {target} (open it in JupyterLab; it is yours, nothing overwrites it)")
@@ -37,7 +37,7 @@ def _start(args) -> int:
 
 
 def _check(args) -> int:
-    from course_utils.learner import check_notebook
+    from course_utils.course.workspace import check_notebook
 
     results = check_notebook(Path(args.path), timeout=args.timeout)
     if not results:
@@ -52,7 +52,7 @@ def _check(args) -> int:
 
 
 def _progress(args) -> int:
-    from course_utils import progress
+    from course_utils.core import progress
 
     rows = progress.rows()
     print(f"progress file: {progress.path()}")
@@ -66,7 +66,7 @@ def _progress(args) -> int:
 
 
 def _build_exercises(args) -> int:
-    from course_utils.authoring import build
+    from course_utils.course.authoring import build
 
     root = course_root()
     changed = build(root / "solutions", root / "exercises", check=args.check)
@@ -81,7 +81,7 @@ def _build_exercises(args) -> int:
 
 def _run_notebooks(args) -> int:
     from course_utils.bootstrap import scratch_env
-    from course_utils.execute import execute_all
+    from course_utils.course.execute import execute_all
 
     os.environ.update(scratch_env())  # CPU reference run; progress kept out of the learner's file
     root = course_root()
@@ -116,7 +116,7 @@ def _grade(args) -> int:
 
 def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
-    from course_utils.drill_cli import run
+    from course_utils.course.drill_cli import run
 
     return run(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
 

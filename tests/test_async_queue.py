@@ -10,8 +10,8 @@ from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from course_utils.bank import lesson03
-from course_utils.emulate.async_queue import AsyncDevice
-from course_utils.timing import naive_vs_synced
+from course_utils.toolkit.emulate.async_queue import AsyncDevice
+from course_utils.toolkit.timing import naive_vs_synced
 
 
 def hold(dev: AsyncDevice) -> threading.Event:

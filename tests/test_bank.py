@@ -5,7 +5,7 @@ import re
 import pytest
 
 from course_utils import bank
-from course_utils.grading import CheckFailed, check, first_failure
+from course_utils.course.checking import CheckFailed, check, first_failure
 
 EXERCISES = [bank.get(i) for i in bank.ids()]
 MUTANTS = [(ex, name, fn) for ex in EXERCISES for name, fn in ex.mutants.items()]

@@ -3,8 +3,10 @@ fix, and read well as plain text where widgets do not render?"""
 
 import pytest
 
-from course_utils import bugcard, drills, progress
-from course_utils.bugcard import LETTERS, BugCard, card
+from course_utils import drills
+from course_utils.core import progress
+from course_utils.course import bugcard
+from course_utils.course.bugcard import LETTERS, BugCard, card
 
 DRILL = drills.get("losses.double_softmax")
 

@@ -7,12 +7,12 @@ import pickle
 import pytest
 import torch
 
-from course_utils import capstone
 from course_utils.bank import lesson08
-from course_utils.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
-from course_utils.emulate import fallback as emulated
 from course_utils.grader import wire
-from course_utils.syncpoints import find_sync_points
+from course_utils.labs import capstone
+from course_utils.labs.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
+from course_utils.toolkit.emulate import mps_fallback as emulated
+from course_utils.toolkit.syncpoints import find_sync_points
 
 
 def failing(report, lab) -> set[str]:

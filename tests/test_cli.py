@@ -9,7 +9,8 @@ import nbformat
 import pytest
 
 from course_utils import cli
-from course_utils.learner import CourseError, check_notebook, lesson_notebook, start
+from course_utils.core.errors import CourseError
+from course_utils.course.workspace import check_notebook, lesson_notebook, start
 from tests.conftest import ROOT
 
 
@@ -108,7 +109,7 @@ def test_cli_rejects_unknown_options_except_for_lab():
 
 
 def test_progress_prints_a_table(capsys):
-    from course_utils import progress
+    from course_utils.core import progress
 
     progress.record_attempt("01.batch_bytes", passed=True)
     assert cli.main(["progress"]) == 0

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.compare import describe, mismatch
+from course_utils.core.compare import describe, mismatch
 
 
 def test_equal_tensors_match_even_when_layouts_differ():

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils import device as dev
+from course_utils.toolkit import device as dev
 
 HERE = dev.probe()
 NOT_BUILT = replace(HERE, mps_built=False, mps_available=False, mps_allocates=None, accelerator=None)
@@ -50,7 +50,7 @@ def test_decide_covers_every_state_and_preference(facts, prefer, expected, fell_
 
 
 def test_pick_device_logs_why_it_fell_back(caplog):
-    with caplog.at_level(logging.INFO, logger="course_utils.device"):
+    with caplog.at_level(logging.INFO, logger="course_utils.toolkit.device"):
         assert dev.pick_device("mps", facts=NOT_BUILT) == torch.device("cpu")
     assert caplog.records[-1].levelno == logging.WARNING
     assert "mps requested but MPS is not built" in caplog.records[-1].getMessage()

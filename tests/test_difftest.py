@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from course_utils.difftest import DEFAULT_OPS, LAYOUTS, OpSpec, check_one, lay_out, sweep
-from course_utils.emulate.inplace import mps_inplace_bug
+from course_utils.toolkit.difftest import DEFAULT_OPS, LAYOUTS, OpSpec, check_one, lay_out, sweep
+from course_utils.toolkit.emulate.inplace import mps_inplace_bug
 
 NON_CONTIGUOUS_OUTPUTS = ["transposed", "stepped", "narrowed", "permuted 3-D", "channels_last"]
 

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from course_utils import doctor
+from course_utils.course import doctor
 
 
 def test_the_doctor_passes_on_this_machine_with_mps_as_info(capsys):

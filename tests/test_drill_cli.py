@@ -8,9 +8,10 @@ import sys
 
 import pytest
 
-from course_utils import cli, drill_cli, drill_mode
-from course_utils.drill_mode import LETTERS, history, pick
-from course_utils.learner import CourseError
+from course_utils import cli
+from course_utils.core.errors import CourseError
+from course_utils.course import drill_cli, drill_mode
+from course_utils.course.drill_mode import LETTERS, history, pick
 from tests.conftest import ROOT
 
 

@@ -3,8 +3,10 @@ the progress file beside everything else, and give the browser a clock that tick
 
 import pytest
 
-from course_utils import drill_mode, drills, progress
-from course_utils.drill_mode import (
+from course_utils import drills
+from course_utils.core import progress
+from course_utils.course import drill_mode
+from course_utils.course.drill_mode import (
     FINISH,
     KEY,
     NEXT,

@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from course_utils import bank, drills, progress
+from course_utils import bank, drills
+from course_utils.core import progress
 from course_utils.drills import distributed
 from course_utils.drills.models import LinearKeepingGrad
 from tests.conftest import ROOT
@@ -91,7 +92,7 @@ def test_the_right_answer_is_rarely_given_away_by_being_the_longest_choice():
 
 
 def test_importing_the_drills_package_loads_no_plots_widgets_compiler_or_workers():
-    code = ("import sys, course_utils.drills, course_utils.bugcard; "
+    code = ("import sys, course_utils.drills, course_utils.course.bugcard; "
             "print([m for m in ('matplotlib', 'ipywidgets', 'torch._dynamo', "
             "'course_utils.drills.dist_worker', 'course_utils.drills.gradients') "
             "if m in sys.modules])")

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_utils.emulate.fallback import (
+from course_utils.toolkit.emulate.mps_fallback import (
     ALWAYS_FALLBACK,
     EmulatedFallbackWarning,
     EmulatedNotImplementedError,
@@ -17,7 +17,7 @@ from course_utils.emulate.fallback import (
     reset_warn_once,
     what_is_emulated,
 )
-from course_utils.fallback import count_switches, has_kernel, has_mps_kernel, trace
+from course_utils.toolkit.optrace import count_switches, has_kernel, has_mps_kernel, trace
 
 CPU = torch.device("cpu")
 

@@ -22,9 +22,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 from torch import nn
 
 from course_utils import cli
-from course_utils.exercise import Case, Exercise
+from course_utils.core.exercise import Case, Exercise
 from course_utils.grader import judging, report, runner, wire
-from course_utils.grader.gradebook import Row, csv_text, json_text, write_atomically
+from course_utils.core.files import write_atomically
+from course_utils.grader.gradebook import Row, csv_text, json_text
 from course_utils.grader.judging import Prepared, Verdict
 from course_utils.grader.sandbox import RunStatus, pickle_cases
 from course_utils.grader.submissions import discover, lesson_of, load
@@ -284,7 +285,7 @@ def patch_code():
 for attempt in (lambda: importlib.import_module("course_utils.bank"),
                 lambda: __import__("course_utils.bank.lesson01"),
                 lambda: open(course_paths()[1][0] + "/lesson01.py").read(),
-                lambda: __import__("course_utils.grading").grading.get_exercise("01.batch_bytes"),
+                lambda: __import__("course_utils.course.checking").course.checking.get_exercise("01.batch_bytes"),
                 lambda: __import__("gc").get_objects(), patch_code):
     try:
         attempt()
@@ -399,7 +400,7 @@ def fake_exercise(reference, cases, judge=None, mutants=None) -> Exercise:
 
 
 def prepared(ex: Exercise) -> Prepared:
-    from course_utils.exercise import run
+    from course_utils.core.exercise import run
 
     cases = ex.cases(0)
     return Prepared(ex, cases, [run(ex.reference, c) for c in cases])
@@ -466,7 +467,7 @@ def test_are_the_inputs_refused_when_the_submissions_process_would_need_the_bank
 
 
 def test_can_every_exercise_be_graded_in_batch_but_those_that_watch_their_process():
-    from course_utils.lessons import LESSONS
+    from course_utils.course.lessons import LESSONS
 
     left_out = {}
     for lesson in LESSONS:
@@ -512,7 +513,7 @@ def test_is_the_gradebook_replaced_atomically_or_left_as_it_was(tmp_path, monkey
     def broken(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr("course_utils.grader.gradebook.os.replace", broken)
+    monkeypatch.setattr("course_utils.core.files.os.replace", broken)
     with pytest.raises(OSError):
         write_atomically(path, "newer\n")
     assert path.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["gradebook.csv"]
@@ -566,7 +567,7 @@ def test_does_course_grade_say_so_when_there_is_nothing_to_grade(tmp_path, capsy
 
 
 def test_are_the_cases_drawn_again_identically_from_the_same_seed():
-    from course_utils.compare import describe
+    from course_utils.core.compare import describe
 
     def drawn(seed):
         ready, _ = judging.prepare("01", seed)

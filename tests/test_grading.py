@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from course_utils import CheckFailed, check, hint, progress
+from course_utils import CheckFailed, check, hint
 from course_utils.bank import lesson01
+from course_utils.core import progress
 
 
 def test_a_correct_answer_prints_one_pass_line_and_records_progress(capsys):

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils.emulate.inplace import (
+from course_utils.labs.sae import TopKSAE, activations, batches, one_thread, sae_step
+from course_utils.toolkit.emulate.inplace import (
     ADDC_OPS,
     AFFECTED,
     HEALTHY,
@@ -21,7 +22,6 @@ from course_utils.emulate.inplace import (
     mps_random_bug,
     random_affected,
 )
-from course_utils.sae import TopKSAE, activations, batches, one_thread, sae_step
 
 
 def transposed(*shape):
@@ -179,8 +179,9 @@ def test_does_known_bug_status_say_not_a_mac_here_and_state_uncertainty_on_a_mac
 
 
 def test_does_importing_course_utils_emulate_stay_cheap():
-    code = ("import sys, course_utils.emulate as e; assert 'course_utils.emulate.inplace' not in sys.modules;"
-            "from course_utils.emulate import mps_inplace_bug, known_bug_status; print('ok')")
+    code = ("import sys, course_utils.toolkit.emulate as e; "
+            "assert 'course_utils.toolkit.emulate.inplace' not in sys.modules;"
+            "from course_utils.toolkit.emulate import mps_inplace_bug, known_bug_status; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"
 
@@ -200,7 +201,7 @@ def test_is_a_machine_a_reusable_picklable_context_manager():
 
 
 def test_does_known_bug_status_on_a_simulated_mac_report_what_the_real_repro_measured(monkeypatch):
-    from course_utils.emulate import inplace
+    from course_utils.toolkit.emulate import inplace
 
     monkeypatch.setattr(inplace.platform, "mac_ver", lambda: ("14.4", ("", "", ""), "arm64"))
     monkeypatch.setattr(inplace.torch.backends.mps, "is_available", lambda: True)

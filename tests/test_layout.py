@@ -1,4 +1,4 @@
-"""Does course_utils.layout tell the truth about strides, storage, audits and layout costs?"""
+"""Does course_utils.toolkit.layout tell the truth about strides, storage, audits and layout costs?"""
 
 import random
 import statistics
@@ -8,16 +8,7 @@ import torch
 from torch import nn
 
 from course_utils.bank import lesson05
-from course_utils.layout import (
-    Audit,
-    audit,
-    contiguous_run,
-    describe,
-    memory_format,
-    plot_storage,
-    storage_indices,
-)
-from course_utils.layout_experiments import (
+from course_utils.labs.layout_paper import (
     augment,
     augment_times,
     one_thread,
@@ -25,6 +16,15 @@ from course_utils.layout_experiments import (
     reverse_first,
     rises,
     synthetic_images,
+)
+from course_utils.toolkit.layout import (
+    Audit,
+    audit,
+    contiguous_run,
+    describe,
+    memory_format,
+    plot_storage,
+    storage_indices,
 )
 
 # --- describe -----------------------------------------------------------------------------------

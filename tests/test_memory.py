@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils import memory
-from course_utils.memory import (
+from course_utils.toolkit import memory
+from course_utils.toolkit.memory import (
     TOLERANCE,
     MinBatchOutOfMemoryError,
     TinyIssueClassifier,
@@ -264,7 +264,7 @@ def test_are_the_watermark_defaults_those_of_the_fact_sheet():
 
 @pytest.mark.slow
 def test_does_importing_the_memory_module_leave_matplotlib_unloaded():
-    code = "import sys, course_utils.memory; print('matplotlib' in sys.modules)"
+    code = "import sys, course_utils.toolkit.memory; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          check=True)
     assert out.stdout.strip() == "False"

@@ -8,7 +8,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 from rattler import MatchSpec
 
-from course_utils.lessons import LESSONS, stem
+from course_utils.course.lessons import LESSONS, stem
 from tests.conftest import ROOT
 
 CONDA_NAMES = {"torch": "pytorch", "matplotlib": "matplotlib-base"}
@@ -83,4 +83,4 @@ def test_every_lesson_notebook_is_a_known_lesson_with_the_same_stem_everywhere()
     known = {stem(x) for x in LESSONS}
     for folder in ("notebooks", "solutions", "exercises"):
         for path in (ROOT / folder).glob("*.ipynb"):
-            assert path.stem in known, f"{folder}/{path.name} is not in course_utils.lessons"
+            assert path.stem in known, f"{folder}/{path.name} is not in course_utils.course.lessons"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from course_utils import progress
+from course_utils.core import progress
 
 
 def test_progress_lives_in_the_folder_the_environment_names(progress_home):
@@ -36,7 +36,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(progress_home, monk
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(progress.json, "dump", boom)
+    monkeypatch.setattr("course_utils.core.files.os.fsync", boom)  # fails mid-write
     with pytest.raises(OSError):
         progress.record_attempt("01.y", passed=True)
     assert (progress_home / "progress.json").read_text() == before

@@ -2,9 +2,9 @@
 
 import pytest
 
-from course_utils import progress
 from course_utils.bank import quizzes as bank_quizzes
-from course_utils.quiz import Question, Quiz, quiz
+from course_utils.core import progress
+from course_utils.course.quiz import Question, Quiz, QuizView, quiz
 
 
 def test_grading_records_the_score_and_75_percent_completes():
@@ -35,7 +35,7 @@ def test_an_answer_key_outside_the_choices_is_rejected_when_declared():
 
 def test_the_widget_submit_button_scores_and_records():
     q = Quiz("99", [Question("2+2?", ("3", "4"), 1, "arithmetic")])
-    box = q.widget()
+    box = QuizView(q).widget()
     radio, submit, out = box.children[1], box.children[2], box.children[3]
     radio.index = q.questions[0].answer
     submit.click()

@@ -4,9 +4,17 @@ import pickle
 
 import torch
 
-from course_utils.emulate.inplace import AFFECTED, HEALTHY
-from course_utils.layout import audit
-from course_utils.sae import TopKSAE, Trainer, activations, continue_training, inherited_run, small_sae, train
+from course_utils.labs.sae import (
+    TopKSAE,
+    Trainer,
+    activations,
+    continue_training,
+    inherited_run,
+    small_sae,
+    train,
+)
+from course_utils.toolkit.emulate.inplace import AFFECTED, HEALTHY
+from course_utils.toolkit.layout import audit
 
 
 def test_is_the_story_init_transposed_and_the_untied_one_contiguous():

@@ -5,9 +5,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.emulate.inplace import mps_inplace_bug
-from course_utils.sae import TopKSAE, activations, batches, make_optimizer, one_thread, sae_step
-from course_utils.sentinel import Sentinel
+from course_utils.labs.sae import TopKSAE, activations, batches, make_optimizer, one_thread, sae_step
+from course_utils.toolkit.emulate.inplace import mps_inplace_bug
+from course_utils.toolkit.sentinel import Sentinel
 
 DATA = activations(512, 8, 12)
 

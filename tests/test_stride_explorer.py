@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.stride_explorer import OPS, StrideExplorer, parse_ints, render_png
+from course_utils.course.stride_explorer import OPS, StrideExplorer, parse_ints, render_png
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from course_utils.bank import lesson03
-from course_utils.syncpoints import KINDS, find_sync_points, make_loop
-from course_utils.timing import sync
+from course_utils.toolkit.syncpoints import KINDS, find_sync_points, make_loop
+from course_utils.toolkit.timing import sync
 
 
 def lesson_loop_report():
@@ -138,8 +138,8 @@ def test_empty_report_says_so():
 
 
 def test_active_watches_lists_the_running_watchers_outermost_first():
-    from course_utils.emulate.async_queue import AsyncDevice
-    from course_utils.syncpoints import SyncWatch, active_watches
+    from course_utils.toolkit.emulate.async_queue import AsyncDevice
+    from course_utils.toolkit.syncpoints import SyncWatch, active_watches
 
     assert active_watches() == ()
     with SyncWatch() as outer, AsyncDevice() as inner:

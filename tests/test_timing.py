@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from course_utils import timing
 from course_utils.bank import lesson03
-from course_utils.emulate.async_queue import AsyncDevice
+from course_utils.toolkit import timing
+from course_utils.toolkit.emulate.async_queue import AsyncDevice
 from tests.conftest import ROOT
 
 

@@ -1,59 +1,93 @@
 """The exercise bank: every exercise of the course, declared once, keyed by id ("01.batch_bytes").
 
-Each lesson module ``lessonNN.py`` in this package exports ``EXERCISES`` (and usually ``QUIZ``);
-modules are discovered by name, so a new lesson registers itself by existing.
+Layout: one package per lesson (``lesson01/``), one module per exercise named after the part of
+its id after the dot (``lesson01/batch_bytes.py`` declares ``EXERCISE = Exercise(id="01.batch_bytes",
+...)`` beside its reference, cases, judge, hints and mutants), and the lesson's mastery quiz in
+``lessonNN/quiz.py`` as ``QUIZ``. Modules are discovered by name: an exercise registers itself by
+existing. (A plain ``lessonNN.py`` module exporting ``EXERCISES`` is read too.)
+
+Nothing outside the course machinery and the grader imports this package: a submission being
+graded may not, and everything a case may hold lives in ``course_utils.labs.case_inputs``.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import cache
+from collections.abc import Iterator
+from types import ModuleType
 
-from course_utils.exercise import Exercise
+from course_utils.core.exercise import Exercise
+from course_utils.core.questions import Quiz
+from course_utils.core.registry import Registry
 
-LESSON_MODULES = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
-                              if m.name.startswith("lesson")))
+LESSONS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("lesson")))
 
 
-@cache
-def _all() -> dict[str, Exercise]:
-    found: dict[str, Exercise] = {}
-    for name in LESSON_MODULES:
-        module = importlib.import_module(f"course_utils.bank.{name}")
-        for ex in module.EXERCISES:
-            if ex.id in found:
-                raise ValueError(f"exercise id {ex.id} declared twice")
-            found[ex.id] = ex
+def _modules(lesson_package: str) -> Iterator[ModuleType]:
+    """The lesson's own module, then each module inside it (in name order)."""
+    package = importlib.import_module(f"{__name__}.{lesson_package}")
+    yield package
+    for info in sorted(pkgutil.iter_modules(getattr(package, "__path__", [])), key=lambda i: i.name):
+        yield importlib.import_module(f"{package.__name__}.{info.name}")
+
+
+def _declared(module: ModuleType) -> list[Exercise]:
+    found = list(getattr(module, "EXERCISES", ()))
+    single = getattr(module, "EXERCISE", None)
+    if single is not None:
+        expected = f"{module.__name__.rsplit('.', 2)[-2].removeprefix('lesson')}." \
+                   f"{module.__name__.rsplit('.', 1)[-1]}"
+        if single.id != expected:
+            raise ValueError(f"{module.__name__} declares {single.id}; its file says {expected}")
+        found.append(single)
     return found
 
 
+def _load() -> Iterator[tuple[str, Exercise]]:
+    for lesson in LESSONS:
+        for module in _modules(lesson):
+            for ex in _declared(module):
+                yield ex.id, ex
+
+
+REGISTRY: Registry[Exercise] = Registry("exercise", _load)
+
+
 def get(exercise_id: str) -> Exercise:
-    """The exercise with this id (KeyError when there is none)."""
-    return _all()[exercise_id]
+    """The exercise with this id (``UnknownId``, a KeyError naming close ids, when there is none)."""
+    return REGISTRY.get(exercise_id)
 
 
 def ids() -> list[str]:
     """Every exercise id, sorted."""
-    return sorted(_all())
+    return sorted(REGISTRY.ids())
 
 
 def for_lesson(lesson: str) -> list[Exercise]:
-    """The exercises of one lesson ("01")."""
-    return [ex for ex in _all().values() if ex.lesson == lesson]
+    """The exercises of one lesson ("01"), in declaration order."""
+    return [ex for ex in REGISTRY.items() if ex.lesson == lesson]
 
 
-def quiz(lesson: str):
-    """The mastery quiz of a lesson; each lesson module exports one as ``QUIZ``."""
-    lesson = lesson.zfill(2)
-    for name in LESSON_MODULES:
-        module = importlib.import_module(f"course_utils.bank.{name}")
-        if getattr(module, "QUIZ", None) is not None and module.QUIZ.lesson == lesson:
-            return module.QUIZ
-    raise KeyError(f"no quiz for lesson '{lesson}'")
+def _quizzes() -> dict[str, Quiz]:
+    found = {}
+    for lesson in LESSONS:
+        for module in _modules(lesson):
+            quiz = getattr(module, "QUIZ", None)
+            if quiz is not None:
+                found[quiz.lesson] = quiz
+    return found
 
 
-def quizzes() -> list:
-    """Every lesson's quiz."""
-    found = [importlib.import_module(f"course_utils.bank.{n}") for n in LESSON_MODULES]
-    return [m.QUIZ for m in found if getattr(m, "QUIZ", None) is not None]
+def quiz(lesson: str) -> Quiz:
+    """The mastery quiz of a lesson ("01")."""
+    lesson = str(lesson).zfill(2)
+    try:
+        return _quizzes()[lesson]
+    except KeyError:
+        raise KeyError(f"no quiz for lesson '{lesson}'") from None
+
+
+def quizzes() -> list[Quiz]:
+    """Every lesson's quiz, in lesson order."""
+    return list(_quizzes().values())

@@ -6,8 +6,8 @@ import random
 
 from torch import nn
 
-from course_utils.exercise import Case, Exercise
-from course_utils.quiz import Question, Quiz
+from course_utils.core.exercise import Case, Exercise
+from course_utils.core.questions import Question, Quiz
 
 
 def count_trainable(model: nn.Module) -> int:

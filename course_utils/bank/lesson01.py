@@ -12,8 +12,8 @@ import random
 import torch
 from torch import nn
 
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
 
 # --- 01.choose_device ---------------------------------------------------------------------------
 

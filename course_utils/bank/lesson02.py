@@ -9,10 +9,10 @@ import random
 import torch
 from torch import nn
 
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.memory.examples import SAVING_EXAMPLES
-from course_utils.memory.oom import SimulatedOOMStep
-from course_utils.quiz import Question, Quiz
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.toolkit.memory.examples import SAVING_EXAMPLES
+from course_utils.toolkit.memory.oom import SimulatedOOMStep
 
 # --- 02.state_bytes -----------------------------------------------------------------------------
 

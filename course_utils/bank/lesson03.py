@@ -19,11 +19,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.compare import mismatch
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
-from course_utils.syncpoints import find_sync_points, function_kind, make_loop, tensors_in
-from course_utils.timing import FakeDevice  # case inputs: defined outside the bank (`course grade`)
+from course_utils.core.compare import mismatch
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.toolkit.syncpoints import find_sync_points, function_kind, make_loop, tensors_in
+from course_utils.toolkit.timing import FakeDevice  # case inputs: defined outside the bank (`course grade`)
 
 # --- lesson material ----------------------------------------------------------------------------
 
@@ -233,7 +233,7 @@ def sync_lines(loop, *args) -> dict[int, int]:
 
 
 # body statements for generated loops: ones that sync on an accelerator, and ones that do not.
-# make_loop lives in course_utils.syncpoints: its loops pickle, so `course grade` can send them.
+# make_loop lives in course_utils.toolkit.syncpoints: its loops pickle, so `course grade` can send them.
 _SYNCING = (
     "history.append(loss.item())",
     "stop = bool(torch.isnan(loss))",

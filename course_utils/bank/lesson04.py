@@ -9,9 +9,9 @@ import random
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from course_utils.emulate.fallback import op_matches
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.toolkit.emulate.mps_fallback import op_matches
 
 # --- 04.count_switches --------------------------------------------------------------------------
 # A path is a list of steps (op, device, mps_kernel): the op, the device its tensors are on, and
@@ -228,7 +228,7 @@ def _prefix_random(rng: random.Random) -> Case:
 
 
 def _prefix_judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
-    from course_utils.compare import mismatch
+    from course_utils.core.compare import mismatch
 
     used = [op for op in ops_seen() if op_matches(op, UNSUPPORTED)]
     if got.error is not None:

@@ -9,10 +9,10 @@ import random
 import torch
 from torch import nn
 
-from course_utils.compare import mismatch
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.layout import audit
-from course_utils.quiz import Question, Quiz
+from course_utils.core.compare import mismatch
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.toolkit.layout import audit
 
 Shape = tuple[int, ...]
 

@@ -1,7 +1,8 @@
 """Lesson 06's exercises: a frozen-parameter detector, the minimal repro, hunting a planted bug with a
 differential test, repairing an inherited run, predicting the difftest; and the lesson's quiz.
 The objects learners use (the SAE, ``Trainer``, ``inherited_run``, ``Machine``) live outside the
-bank, in ``course_utils.sae`` and ``course_utils.emulate.inplace``, so graded code can import them."""
+bank, in ``course_utils.labs.sae`` and ``course_utils.toolkit.emulate.inplace``, so graded code
+can import them."""
 
 from __future__ import annotations
 
@@ -10,11 +11,18 @@ import random
 import torch
 from torch import nn
 
-from course_utils.difftest import LAYOUTS, SPECS, VARIANTS, inplace_ops, lay_out, sweep
-from course_utils.emulate.inplace import ADDC_OPS, AFFECTED, HEALTHY, RANDOM_OPS, Machine, mps_inplace_bug
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
-from course_utils.sae import Trainer, continue_training, inherited_run, mlp, small_sae, zero_biases
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.labs.sae import Trainer, continue_training, inherited_run, mlp, small_sae, zero_biases
+from course_utils.toolkit.difftest import LAYOUTS, SPECS, VARIANTS, inplace_ops, lay_out, sweep
+from course_utils.toolkit.emulate.inplace import (
+    ADDC_OPS,
+    AFFECTED,
+    HEALTHY,
+    RANDOM_OPS,
+    Machine,
+    mps_inplace_bug,
+)
 
 # --- machines -------------------------------------------------------------------------------------
 
@@ -440,7 +448,8 @@ EXERCISES = [
         hints=(
             "Inside `with machine:`, run every candidate in place on a NON-contiguous tensor and "
             "compare with a result computed out of place (or outside the machine).",
-            "course_utils.difftest.sweep(inplace_ops(), layouts=('transposed',), variants=('in-place',), "
+            "course_utils.toolkit.difftest.sweep(inplace_ops(), layouts=('transposed',), "
+            "variants=('in-place',), "
             "device='cpu') does exactly that; .flagged() names the ops that went wrong.",
             "Test every candidate, not only the ops Adam uses: the bug is planted anywhere. Return "
             "None when nothing is wrong.",

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.compare import mismatch
+from course_utils.core.compare import mismatch
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
 from course_utils.drills.models import LinearKeepingGrad
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
 
 # --- shared helpers ------------------------------------------------------------------------------
 

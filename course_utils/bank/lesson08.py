@@ -1,7 +1,7 @@
 """Lesson 08's exercises: the capstone's four checkpoints, each graded by behaviour on the lab's
 emulated affected Mac; and the lesson's quiz.
 
-The learner writes one function, ``train(lab)``: the haunted script of ``course_utils.capstone``
+The learner writes one function, ``train(lab)``: the haunted script of ``course_utils.labs.capstone``
 with its bugs fixed, returning ``run.report()``. Each checkpoint runs it in fresh labs and judges
 the report (held-out loss, frozen parameters, fallbacks in the forward, syncs per step). The
 mutants are the haunted script itself and the partial repairs learners really write, each fixing
@@ -18,7 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.capstone import (
+from course_utils.core.exercise import Case, Exercise, Outcome
+from course_utils.core.questions import Question, Quiz
+from course_utils.labs.capstone import (
     LOSS_LIMIT,
     SYNCS_PER_STEP,
     Lab,
@@ -31,8 +33,6 @@ from course_utils.capstone import (
     fixed,
     haunted,
 )
-from course_utils.exercise import Case, Exercise, Outcome
-from course_utils.quiz import Question, Quiz
 
 # --- the reference and the cases ------------------------------------------------------------------
 

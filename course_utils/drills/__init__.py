@@ -16,10 +16,9 @@ matplotlib, no widgets, no worker processes). Lesson 08's timed drills and the t
 
 from __future__ import annotations
 
-import difflib
 import importlib
-from functools import cache
 
+from course_utils.core.registry import Registry
 from course_utils.drills.core import Drill, Run, Symptom, run_code
 from course_utils.drills.record import KEY as PROGRESS_KEY
 from course_utils.drills.record import answers, record_answer
@@ -45,38 +44,17 @@ __all__ = ["CATEGORIES", "PROGRESS_KEY", "Drill", "Run", "Symptom", "all_drills"
            "by_category", "get", "ids", "record_answer", "run_code"]
 
 
-@cache
-def _registry() -> dict[str, Drill]:
-    found: dict[str, Drill] = {}
+def _load():
     for module_name, category in MODULES:
         module = importlib.import_module(f"course_utils.drills.{module_name}")
         for drill in module.DRILLS:
-            if drill.id in found:
-                raise ValueError(f"drill id {drill.id} declared twice")
             if drill.category != category or not drill.id.startswith(category.split()[0] + "."):
                 raise ValueError(f"drill {drill.id} is not in category {category!r}")
-            found[drill.id] = drill
-    return found
+            yield drill.id, drill
 
 
-def all_drills() -> list[Drill]:
-    """Every drill, grouped by category in lesson order."""
-    return list(_registry().values())
-
-
-def ids() -> list[str]:
-    """Every drill id, in lesson order."""
-    return list(_registry())
-
-
-def get(drill_id: str) -> Drill:
-    """The drill with this id; a KeyError suggests close ids for a typo."""
-    try:
-        return _registry()[drill_id]
-    except KeyError:
-        close = difflib.get_close_matches(str(drill_id), ids(), n=3)
-        tip = f" Did you mean {', '.join(close)}?" if close else ""
-        raise KeyError(f"no drill '{drill_id}'.{tip}") from None
+REGISTRY: Registry[Drill] = Registry("drill", _load)
+get, ids, all_drills = REGISTRY.get, REGISTRY.ids, REGISTRY.items
 
 
 def by_category() -> dict[str, list[Drill]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sys
 import textwrap
 import warnings
@@ -19,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from course_utils.quiz import Question
+from course_utils.core.questions import Question
 
 
 @dataclass(frozen=True)
@@ -122,17 +121,14 @@ def shuffled_question(drill_id: str, prompt: str, right: str, wrong: tuple[str, 
                       why: str) -> Question:
     """A Question whose choices are ``right`` + ``wrong`` in an order fixed by the drill's id:
     stable between runs, but the right answer is not always in the same position."""
-    choices = [right, *wrong]
-    order = list(range(len(choices)))
-    random.Random(f"drill:{drill_id}").shuffle(order)
-    return Question(prompt, tuple(choices[i] for i in order), order.index(0), why)
+    return Question(prompt, (right, *wrong), 0, why).shuffled(f"drill:{drill_id}")
 
 
 @dataclass(frozen=True)
 class Drill:
     """One spot-the-bug drill, declared once (lesson 07; lesson 08's timed drills reuse it).
 
-    ``id`` is "<category>.<name>"; ``question`` is a ``course_utils.quiz.Question`` (prompt,
+    ``id`` is "<category>.<name>"; ``question`` is a ``course_utils.course.quiz.Question`` (prompt,
     choices in display order, ``answer`` index, ``why``); ``exercise`` names the graded fix in
     ``course_utils.bank.lesson07`` when there is one; ``source`` cites where the facts come from.
     """

@@ -45,7 +45,7 @@ MISMATCH = Drill(
         "device, inputs and labels alike"),
     hints=("Compare x.device with next(model.parameters()).device.",
            "Create the batch with device=..., or move it with x.to(device); choose the device "
-           "once (course_utils.device.pick_device)."),
+           "once (course_utils.toolkit.device.pick_device)."),
     explanation="Tensors are created on the CPU unless told otherwise, and PyTorch never moves "
                 "them for you, even on Apple silicon's unified memory. Read the model's device "
                 "from a parameter and create or move every input (and the labels) there; choose "

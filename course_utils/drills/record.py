@@ -1,6 +1,6 @@
 """Card answers in the learner's progress file, under the top-level key "drills" (lesson 07).
 
-``course_utils.progress`` owns the file; this module only reads it with ``progress.load()``,
+``course_utils.core.progress`` owns the file; this module only reads it with ``progress.load()``,
 changes its own key and writes it back with ``progress.save()``, so every other key is kept.
 One entry per drill id::
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from course_utils import progress
+from course_utils.core import progress
 
 KEY = "drills"
 MAX_HYPOTHESIS = 300  # characters kept of the last hypothesis

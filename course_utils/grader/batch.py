@@ -15,12 +15,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from course_utils.core.errors import CourseError
+from course_utils.core.files import write_atomically
 from course_utils.grader import judging
 from course_utils.grader.gradebook import Row
 from course_utils.grader.judging import Prepared, Verdict
 from course_utils.grader.sandbox import Limits, RunStatus, Sandbox, pickle_cases
 from course_utils.grader.submissions import Submission, discover, load
-from course_utils.learner import CourseError
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,12 @@ def publish(graded: Graded, options: Options, out: Path, json_path: Path | None 
 
     meta = graded.meta(options)
     stats = report.summarise(graded.rows, graded.ids)
-    gradebook.write_atomically(out, gradebook.csv_text(graded.rows, graded.ids))
+    write_atomically(out, gradebook.csv_text(graded.rows, graded.ids))
     page = out.with_suffix(".html")
-    gradebook.write_atomically(page, report.html_page(stats, graded.rows, meta))
+    write_atomically(page, report.html_page(stats, graded.rows, meta))
     written = [str(out), str(page)]
     if json_path is not None:
-        gradebook.write_atomically(json_path, gradebook.json_text(graded.rows, graded.ids, meta))
+        write_atomically(json_path, gradebook.json_text(graded.rows, graded.ids, meta))
         written.append(str(json_path))
     passed = sum(r.total for r in graded.rows)
     possible = sum(r.possible for r in graded.rows)

@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from course_utils.compare import describe
-from course_utils.exercise import Case, Exercise, Outcome, run
+from course_utils.core.compare import describe
+from course_utils.core.exercise import Case, Exercise, Outcome, run
 from course_utils.grader import wire
 from course_utils.grader.sandbox import RunStatus
 
@@ -54,7 +54,7 @@ class Prepared:
 
     @property
     def judge(self):
-        from course_utils.grading import default_judge
+        from course_utils.course.checking import default_judge
 
         return self.exercise.judge or default_judge(self.exercise)
 

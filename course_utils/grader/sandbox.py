@@ -79,7 +79,7 @@ class RunStatus:
 def course_paths() -> tuple[str, list[str]]:
     """(the folder holding course_utils, the folders a submission may not read)."""
     import course_utils
-    from course_utils.learner import course_root
+    from course_utils.core.errors import course_root
 
     package = Path(course_utils.__file__).resolve().parent
     blocked = [package / "bank", course_root() / "solutions"]

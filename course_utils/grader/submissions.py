@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_utils.learner import CourseError, read_notebook
+from course_utils.core.errors import CourseError
+from course_utils.course.workspace import read_notebook
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 _LESSON_IN_NAME = re.compile(r"(?<!\d)(\d\d)_")

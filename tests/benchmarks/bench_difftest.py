@@ -21,8 +21,8 @@ BUDGET_S = 30.0
 
 
 def timings(repeats: int = 3) -> dict[str, float]:
-    from course_utils.difftest import sweep
-    from course_utils.emulate.inplace import mps_inplace_bug
+    from course_utils.toolkit.difftest import sweep
+    from course_utils.toolkit.emulate.inplace import mps_inplace_bug
 
     start = time.perf_counter()
     first = sweep(device="cpu")

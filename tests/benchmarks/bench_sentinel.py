@@ -28,8 +28,8 @@ def overhead(blocks: int = 60, block: int = 20, every: int = 4, warmup: int = 10
     """Median block time with the sentinel / without, after both have taken their first steps."""
     import torch
 
-    from course_utils.sae import TopKSAE, activations, batches, make_optimizer, one_thread, sae_step
-    from course_utils.sentinel import Sentinel
+    from course_utils.labs.sae import TopKSAE, activations, batches, make_optimizer, one_thread, sae_step
+    from course_utils.toolkit.sentinel import Sentinel
 
     data = activations()
     torch.manual_seed(0)

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.authoring import strip_outputs
+from course_utils.course.authoring import strip_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

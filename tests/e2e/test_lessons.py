@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from course_utils.drill_mode import START
+from course_utils.course.drill_mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT
 from tests.e2e.pages import KERNEL_IDLE, WAIT_MS, bring_into_view, picture
 
@@ -132,8 +132,8 @@ def test_stride_explorer_redraws_for_an_op_and_undo_and_reset_restore_it(run_les
 @pytest.mark.slow
 @pytest.mark.lesson("07_training_bugs.ipynb")
 def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_lesson):
-    from course_utils.bugcard import LETTERS  # imports torch: only when the test runs
-    from course_utils.bugcard import card as bug_card
+    from course_utils.course.bugcard import LETTERS  # imports torch: only when the test runs
+    from course_utils.course.bugcard import card as bug_card
 
     page = run_lesson("07_training_bugs.ipynb").page
     card = page.locator(".jp-OutputArea-output .widget-vbox").filter(

@@ -1,0 +1,138 @@
+"""The spot-the-bug card (lesson 07): code first, a hypothesis, then choices, then the fix and why.
+
+``card("losses.double_softmax")`` displays as a widget: the buggy code, a *Hypothesis* box that
+must be filled before the choices are enabled, *Run the buggy code* (shows the measured symptom,
+to test the hypothesis), *Submit* (grades the choice and records it in progress under "drills"),
+and *Reveal* (the fixed code and the explanation with its source), enabled after an answer.
+Where widgets do not render, the card is plain text (``text()``, also its text/plain), and
+``answer()`` / ``reveal()`` do the same job from code. Lesson 08's timed drills reuse the card.
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from types import SimpleNamespace
+
+from course_utils.drills import Drill, get, record_answer
+
+LETTERS = "ABCDEFGH"
+SUBMIT, REVEAL, RUN = "Submit", "Reveal", "Run the buggy code"
+
+
+class BugCard:
+    """One drill as a spot-the-bug card."""
+
+    def __init__(self, drill: Drill | str):
+        self.drill = get(drill) if isinstance(drill, str) else drill
+        self.answered = False
+        self.controls: SimpleNamespace | None = None  # the widgets of the last widget() call
+
+    # --- plain text ------------------------------------------------------------------------------
+    def text(self, reveal: bool = False) -> str:
+        """The card as text: title, code, question and lettered choices (and the fix if asked)."""
+        d, q = self.drill, self.drill.question
+        lines = [f"Spot the bug · {d.id} · {d.title}", "",
+                 textwrap.indent(d.buggy_code.rstrip("\n"), "    "), "", f"Q: {q.prompt}"]
+        lines += [f"  {LETTERS[i]}) {choice}" for i, choice in enumerate(q.choices)]
+        if reveal:
+            lines += ["", self.reveal()]
+        else:
+            lines += ["", "Write down your hypothesis first, then answer: "
+                          f"card({d.id!r}).answer('A', 'my hypothesis'), or use the widget."]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    # --- answering from code ---------------------------------------------------------------------
+    def _index(self, choice: int | str) -> int:
+        n = len(self.drill.question.choices)
+        if isinstance(choice, str) and len(choice) == 1 and choice.upper() in LETTERS[:n]:
+            return LETTERS.index(choice.upper())
+        if isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < n:
+            return choice
+        raise ValueError(f"choice must be a letter A-{LETTERS[n - 1]} or an index 0-{n - 1}, "
+                         f"got {choice!r}")
+
+    def answer(self, choice: int | str, hypothesis: str) -> str:
+        """Grade a choice (letter or index) given a written hypothesis; record it; return the
+        feedback line. An empty hypothesis is refused: form one before looking at the choices."""
+        if not hypothesis or not hypothesis.strip():
+            raise ValueError("write your hypothesis first: what is wrong, and what would you "
+                             "measure to confirm it?")
+        index = self._index(choice)
+        q = self.drill.question
+        right = index == q.answer
+        record_answer(self.drill.id, right, hypothesis)
+        self.answered = True
+        if right:
+            return f"✔ Right: {LETTERS[index]}) {q.choices[index]}"
+        return (f"✘ Not quite: you chose {LETTERS[index]}; the answer is {LETTERS[q.answer]}) "
+                f"{q.choices[q.answer]}")
+
+    def reveal(self) -> str:
+        """The fixed code and the explanation, with its source."""
+        d = self.drill
+        parts = ["The fix:", textwrap.indent(d.fixed_code.rstrip("\n"), "    "), "",
+                 f"Why: {d.why}"]
+        if d.exercise:
+            parts.append(f"Practice: exercise {d.exercise} in solutions/exercises 07.")
+        return "\n".join(parts)
+
+    # --- the widget ------------------------------------------------------------------------------
+    def widget(self):
+        """The card as ipywidgets; its controls stay reachable as ``self.controls``."""
+        import ipywidgets as w
+
+        d, q = self.drill, self.drill.question
+        hypothesis = w.Textarea(description="Hypothesis", layout={"width": "95%"},
+                                placeholder="What is wrong, and what would you measure to be sure?")
+        choices = w.RadioButtons(options=[f"{LETTERS[i]}) {c}" for i, c in enumerate(q.choices)],
+                                 value=None, disabled=True, layout={"width": "auto"})
+        submit = w.Button(description=SUBMIT, button_style="primary", disabled=True)
+        run = w.Button(description=RUN, layout={"width": "max-content"})
+        reveal = w.Button(description=REVEAL, disabled=True)
+        feedback = w.HTML()
+        symptom = w.Output()
+        fix = w.HTML()
+
+        def refresh(_=None):
+            ready = bool(hypothesis.value.strip())
+            choices.disabled = not ready
+            submit.disabled = not ready or choices.index is None
+
+        def on_submit(_):
+            feedback.value = f"<b>{html.escape(self.answer(choices.index, hypothesis.value))}</b>"
+            reveal.disabled = False
+
+        def on_run(_):
+            symptom.outputs = ()
+            symptom.append_stdout(f"symptom: {d.symptom()}\n")
+
+        def on_reveal(_):
+            fix.value = f"<pre style='white-space: pre-wrap'>{html.escape(self.reveal())}</pre>"
+
+        hypothesis.observe(refresh, names="value")
+        choices.observe(refresh, names="index")
+        submit.on_click(on_submit)
+        run.on_click(on_run)
+        reveal.on_click(on_reveal)
+        self.controls = SimpleNamespace(hypothesis=hypothesis, choices=choices, submit=submit,
+                                        run=run, reveal=reveal, feedback=feedback,
+                                        symptom=symptom, fix=fix)
+        title = w.HTML(f"<b>Spot the bug</b> · <code>{d.id}</code> · {html.escape(d.title)}")
+        code = w.HTML(f"<pre>{html.escape(d.buggy_code)}</pre>")
+        prompt = w.HTML(f"<b>Q.</b> {html.escape(q.prompt)}")
+        return w.VBox([title, code, hypothesis, run, symptom, prompt, choices,
+                       w.HBox([submit, reveal]), feedback, fix])
+
+    def _repr_mimebundle_(self, **kwargs):
+        from course_utils.course.widgets import bundle
+
+        return bundle(self.widget(), self.text(), **kwargs)
+
+
+def card(drill_id: str) -> BugCard:
+    """The spot-the-bug card of a drill; display it as a cell's last expression."""
+    return BugCard(drill_id)

@@ -1,0 +1,106 @@
+"""``course drill``: lesson 08's timed drills in a terminal, for practice outside Jupyter.
+
+The same drills and order as the notebook's drill mode (``course_utils.course.drill_mode``): for each drill
+it prints the buggy code and the question with lettered choices, reads a hypothesis and then an
+answer from stdin (``?`` runs the buggy code and prints its measured symptom, ``q`` ends the round),
+says right or wrong with the time taken, and reveals the fix. At the end it prints the score table
+and records the round in the same history as the notebook ("drill_sessions" in the progress file).
+
+It is interactive: when stdin is not a terminal it stops with a clear message, unless ``--stdin``
+says that answers come from a pipe on purpose (one line per prompt; tests feed a whole round so).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from course_utils.core.errors import CourseError
+from course_utils.course.drill_mode import LETTERS, DrillSession, clock_text, history_text
+
+NO_TTY = ("stdin is not a terminal, and the drills are interactive. Run it in a terminal, or pass "
+          "--stdin to read the answers from a pipe: one line per prompt, a hypothesis then a letter "
+          "for each drill, e.g.  printf 'softmax twice\\nB\\n' | course drill --count 1 --stdin")
+
+
+class _Quit(Exception):
+    """The learner typed q, or the input ended."""
+
+
+def _ask(prompt: str, stdin: TextIO, out: TextIO) -> str:
+    out.write(prompt)
+    out.flush()
+    line = stdin.readline()
+    if not line:
+        out.write("\n")
+        raise _Quit("input ended")
+    text = line.strip()
+    if not stdin.isatty():
+        out.write(text + "\n")  # echo piped answers, so the transcript reads like a session
+    if text.lower() in ("q", "quit"):
+        raise _Quit("quit")
+    return text
+
+
+def _hypothesis(stdin: TextIO, out: TextIO) -> str:
+    while True:
+        text = _ask("hypothesis (what is wrong, and what would you measure?)> ", stdin, out)
+        if text:
+            return text
+        out.write("  write a hypothesis first: the choices come after it.\n")
+
+
+def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str:
+    drill = session.current
+    letters = LETTERS[:len(drill.question.choices)]
+    while True:
+        left = session.seconds - session.elapsed()
+        clock = f"{clock_text(left)} left" if left > 0 else "time is up: a right answer counts half"
+        text = _ask(f"answer [{letters[0]}-{letters[-1]}, ? = run the buggy code, q = quit] "
+                    f"({clock})> ", stdin, out)
+        if text == "?":
+            out.write(f"  symptom (measured): {drill.symptom()}\n")
+        elif len(text) == 1 and text.upper() in letters:
+            return text.upper()
+        else:
+            out.write(f"  answer with one letter {letters[0]}-{letters[-1]}, ? or q.\n")
+
+
+def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
+    """Serve the session's drills one by one until the round ends, the input ends or q."""
+    out.write(f"Timed drills: {len(session.drills)} drills "
+              f"({'category ' + session.category if session.category else 'all categories'}, seed "
+              f"{session.seed}; repeat this round with --seed {session.seed}), "
+              f"{clock_text(session.seconds)} each.\nWrite a hypothesis first, then answer with a "
+              "letter. ? runs the buggy code and shows its symptom; q ends the round.\n")
+    text: str | None = session.start()
+    try:
+        while text is not None:
+            out.write("\n" + text + "\n")
+            hypothesis = _hypothesis(stdin, out)
+            choice = _choice(session, stdin, out)
+            out.write(session.answer(choice, hypothesis) + "\n\n" + session.reveal() + "\n")
+            text = session.next()
+    except _Quit as why:
+        out.write(f"\nround ended ({why}) after {len(session.results)} of {len(session.drills)} drills\n")
+
+
+def run(category: str | None = None, count: int | None = 5, seed: int | None = None,
+        allow_pipe: bool = False, stdin: TextIO | None = None, out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic) -> int:
+    """``course drill``: a round in the terminal; prints the score table and records the round."""
+    stdin, out = stdin or sys.stdin, out or sys.stdout
+    if not allow_pipe and not stdin.isatty():
+        raise CourseError(NO_TTY)
+    try:
+        session = DrillSession(seed, category, count, source="terminal", clock=clock)
+    except ValueError as err:
+        raise CourseError(str(err)) from None
+    play(session, stdin, out)
+    if not session.results:
+        out.write("no drill answered: nothing recorded\n")
+        return 0
+    out.write("\n" + session.finish() + "\n\n" + history_text() + "\n")
+    return 0

@@ -1,0 +1,465 @@
+"""Lesson 08's capstone: a haunted training script, its fixed version, and the lab that measures them.
+
+``haunted(lab)`` trains a tiny tag classifier (token ids -> one of four tags). It runs without an
+error and logs a loss every step, and it is wrong in five ways: a gradient bug, a data bug, a layout
+bug that bites only on an affected Mac (emulated), an op in the forward that falls back to the CPU
+(emulated), and a host sync in every step. ``fixed(lab)`` is the same script repaired; it is the
+solution of the capstone exercises (``course_utils.bank.lesson08``).
+
+A ``Lab`` is the world a script runs in: its data (``lab.dataset()``), its budget of steps, and
+``lab.run(model, optimizer)``, the training context. Inside it the machine is an **affected Mac,
+emulated on CPU tensors**: in-place ``addcmul_``/``addcdiv_`` into non-contiguous tensors are lost
+(``mps_inplace_bug``, lesson 06), ops without an MPS kernel fall back to the CPU with real copies
+inside every module's forward (``emulate_fallback``, lesson 04; entered per forward, which costs far
+less than for the whole step), and every read of a device value by the host is counted
+(``SyncWatch``, lesson 03; also by any ``find_sync_points`` running around the script).
+``run.log(value)`` is the run's logger; ``run.report()`` is what a script returns: a plain dict
+(held-out loss and accuracy, frozen parameters, fallbacks and host copies inside the forward, syncs
+per step) that the checkpoints below judge. The lab's own measurements (the frozen check, the
+optional sentinel) are made with the sync watch paused; the logger's reads count, since the script
+asks for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+VOCAB, LENGTH, CLASSES = 64, 12, 4
+POOL, SIGNALS = 4, 2  # each tag owns POOL signal tokens; a sequence holds SIGNALS of its tag's
+LOSS_LIMIT = 0.45  # held-out cross-entropy the fixed script reaches within the lab's steps
+SYNCS_PER_STEP = 0.25  # at most one host read every four steps, on average
+CHECKPOINTS = ("loss", "frozen", "fallback", "syncs")
+
+# --- the data and the model ------------------------------------------------------------------------
+
+
+def tagged_sequences(n: int, seed: int, sort: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` sequences of LENGTH token ids and their tags: SIGNALS tokens from the tag's own pool,
+    the rest noise, in random positions. ``sort`` groups the rows by tag, as files often arrive."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % CLASSES
+    if sort:
+        labels = labels.sort().values
+    ids = torch.randint(CLASSES * POOL, VOCAB, (n, LENGTH), generator=g)
+    ids[:, :SIGNALS] = labels[:, None] * POOL + torch.randint(0, POOL, (n, SIGNALS), generator=g)
+    order = torch.rand(n, LENGTH, generator=g).argsort(dim=1)
+    return ids.gather(1, order), labels
+
+
+class TagModel(nn.Module):
+    """Token ids -> tag logits: mean of the token embeddings, a residual MLP block, a linear head."""
+
+    def __init__(self, vocab: int = VOCAB, classes: int = CLASSES, dim: int = 16, hidden: int = 32,
+                 max_norm: float | None = None):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim, max_norm=max_norm)
+        self.up = nn.Linear(dim, hidden)
+        self.down = nn.Linear(hidden, dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        h = self.embed(ids).mean(dim=1)
+        h = h + self.down(torch.relu(self.up(h)))
+        return self.head(h)
+
+
+# --- the lab ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Lab:
+    """Where a capstone script runs (lesson 08): the data, the step budget and the machine.
+
+    ``affected`` plays an affected Mac (the in-place bug of lesson 06, emulated); with ``False`` the
+    machine is healthy. ``sentinel=True`` attaches lesson 06's ``Sentinel``, which prints what it
+    finds. The machine, the fallback emulation and the sync watch act only inside ``run()``.
+    """
+
+    seed: int = 0
+    steps: int = 64
+    batch: int = 32
+    lr: float = 1e-2
+    n_train: int = 512
+    n_eval: int = 256
+    log_every: int = 16
+    affected: bool = True
+    sentinel: bool = False
+    _handed: list = field(default_factory=list, init=False, repr=False, compare=False)
+
+    def dataset(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The training data: (ids of shape (n_train, LENGTH), tags of shape (n_train,)), as collected."""
+        ids, labels = tagged_sequences(self.n_train, self.seed, sort=True)
+        self._handed[:] = [ids, labels]  # the run counts them as device tensors
+        return ids, labels
+
+    def eval_set(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Held-out data the script never sees; the report's loss and accuracy are measured on it."""
+        return tagged_sequences(self.n_eval, self.seed + 10_000, sort=False)
+
+    def run(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> Run:
+        """The training context: ``with lab.run(model, optimizer) as run: ...``, then ``run.report()``."""
+        return Run(self, model, optimizer)
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_handed"] = []
+        return state
+
+    def settings(self) -> dict:
+        """The lab's settings (everything but the data it handed out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+
+    def __deepcopy__(self, memo) -> Lab:
+        return Lab(**self.settings())
+
+
+class Run:
+    """One training run inside a lab: the machine, the logger and the measurements (lesson 08)."""
+
+    def __init__(self, lab: Lab, model: nn.Module, optimizer: torch.optim.Optimizer):
+        self.lab, self.model, self.optimizer = lab, model, optimizer
+        self.steps = self.forwards = self.forward_copies = 0
+        self.logged: list[float] = []
+        self.forward_fallbacks: Counter[str] = Counter()
+        self.sentinel = None
+        self.watch = self.emulation = None
+        self._pending: list[torch.Tensor] = []
+        self._depth = self._fallbacks_at = 0
+        self._own_emulation = None
+        self._outer: list = []
+        self._stack: contextlib.ExitStack | None = None
+        self._report: dict | None = None
+
+    # --- the logger ---------------------------------------------------------------------------------
+    def log(self, value: float | torch.Tensor) -> None:
+        """Log one loss. A float is kept as is; a tensor stays on the device and is read together with
+        the others every ``lab.log_every`` logs (one host read per group)."""
+        if isinstance(value, torch.Tensor):
+            self._pending.append(value.detach().reshape(()))
+            if len(self._pending) >= self.lab.log_every:
+                self._flush()
+        else:
+            self._flush()
+            self.logged.append(float(value))
+
+    def _flush(self) -> None:
+        if self._pending:
+            values, self._pending = self._pending, []
+            self.logged += torch.stack(values).tolist()  # one read of the device for the group
+
+    # --- the hooks ----------------------------------------------------------------------------------
+    def _quiet(self) -> contextlib.ExitStack:
+        """Pause every sync watcher (the run's own and any outer one) for the lab's own reads."""
+        stack = contextlib.ExitStack()
+        for watch in [*self._outer, self.watch]:
+            if watch is not None:
+                stack.enter_context(watch.quiet())
+        return stack
+
+    def _after_step(self, optimizer, args, kwargs) -> None:
+        self.steps += 1
+        with self._quiet(), torch.no_grad():
+            grads = [p.grad for p in self._params if p.grad is not None]
+            for i, p in enumerate(self._params):
+                if p.grad is not None:
+                    self._had_grad[i] |= bool(p.grad.ne(0).any())
+            if grads:  # kept on the device; read once, at the end of the run
+                self._grad_norms.append(torch.linalg.vector_norm(torch.stack(
+                    [torch.linalg.vector_norm(g) for g in grads])))
+            if self.sentinel is not None:
+                self.sentinel.step()
+
+    def _before_forward(self, module, args) -> None:
+        if self._depth == 0:
+            self.forwards += 1
+            self._forward_emulation()
+        self._depth += 1
+
+    def _after_forward(self, module, args, output) -> None:
+        self._depth = max(0, self._depth - 1)
+        if self._depth == 0:
+            self._end_forward_emulation()
+
+    def _forward_emulation(self) -> None:
+        """Emulate the fallback for the length of one forward (cheaper than for the whole step)."""
+        from course_utils.toolkit.emulate import mps_fallback as emulated
+
+        emulation = emulated.active()
+        if emulation is None:  # none of the learner's own: the run's machine
+            emulation = emulated.emulate_fallback(device="cpu")
+            emulation.__enter__()
+            self._own_emulation = emulation
+        emulation.listeners.append(self._on_copy)
+        self.emulation, self._fallbacks_at = emulation, len(emulation.fallbacks)
+
+    def _end_forward_emulation(self) -> None:
+        emulation, self.emulation = self.emulation, None
+        if emulation is None:
+            return
+        self.forward_fallbacks.update(emulation.fallbacks[self._fallbacks_at:])
+        emulation.listeners.remove(self._on_copy)
+        if emulation is self._own_emulation:
+            self._own_emulation = None
+            emulation.__exit__(None, None, None)
+
+    def _on_copy(self, op: str, src: str, dst: str, nbytes: int) -> None:
+        if self._depth > 0:
+            self.forward_copies += 1
+
+    # --- the context --------------------------------------------------------------------------------
+    def __enter__(self) -> Run:
+        self._names = [n for n, _ in self.model.named_parameters()]
+        self._params = [p for _, p in self.model.named_parameters()]
+        self._start = [p.detach().clone() for p in self._params]
+        self._had_grad = [False] * len(self._params)
+        self._grad_norms: list[torch.Tensor] = []
+        stack = self._stack = contextlib.ExitStack()
+        try:
+            self._enter(stack)
+        except BaseException:
+            self._stack = None
+            stack.close()
+            raise
+        return self
+
+    def _enter(self, stack: contextlib.ExitStack) -> None:
+        from course_utils.toolkit import syncpoints
+        from course_utils.toolkit.emulate.inplace import mps_inplace_bug
+        from course_utils.toolkit.emulate.mps_fallback import EmulatedFallbackWarning
+        from course_utils.toolkit.syncpoints import SyncWatch
+        from course_utils.toolkit.timing import one_thread
+
+        stack.enter_context(one_thread())
+        stack.enter_context(warnings.catch_warnings())
+        warnings.simplefilter("ignore", EmulatedFallbackWarning)
+        stack.callback(self.optimizer.register_step_post_hook(self._after_step).remove)
+        stack.enter_context(global_forward_hooks(self._before_forward, self._after_forward))
+        if self.lab.affected:
+            stack.enter_context(mps_inplace_bug(device="cpu"))
+        if self.lab.sentinel:
+            from course_utils.toolkit.sentinel import Sentinel
+
+            self.sentinel = Sentinel(self.model, self.optimizer)
+        self._outer = list(syncpoints.active_watches())  # e.g. find_sync_points(script, lab) around the run
+        for watch in [*self._outer, SyncWatch()]:
+            watch.mark((self.model, self.lab._handed))  # the lab's tensors live on the device
+        self.watch = watch
+        stack.enter_context(self.watch)
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self._flush()  # the last group of logged tensors, read before the run ends
+        finally:
+            self._depth = 0
+            self._end_forward_emulation()  # a forward that raised: leave its emulation first
+            stack, self._stack = self._stack, None
+            stack.close()
+        if exc[0] is None:
+            self._report = self._measure()
+
+    # --- the report ---------------------------------------------------------------------------------
+    def _measure(self) -> dict:
+        from course_utils.toolkit.timing import one_thread
+
+        ids, labels = self.lab.eval_set()
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad(), one_thread(), self._quiet():
+            logits = self.model(ids.to(_device_of(self.model))).float().cpu()
+            loss = F.cross_entropy(logits, labels).item()
+            accuracy = (logits.argmax(dim=-1) == labels).float().mean().item()
+            frozen = [name for name, p, start, grad in zip(self._names, self._params, self._start,
+                                                             self._had_grad, strict=True)
+                      if grad and torch.equal(p.detach().cpu(), start.cpu())]
+            norms = torch.stack(self._grad_norms).tolist() if self._grad_norms else []
+        self.model.train(was_training)
+        report = self.watch.report
+        places = [f"{g.kind} at {g.where} ({g.count}x): {g.where.code}" for g in report.groups()]
+        return {
+            "steps": self.steps,
+            "logged": [round(v, 4) for v in self.logged],
+            "grad_norms": [round(v, 4) for v in norms],
+            "eval_loss": round(loss, 4) if math.isfinite(loss) else float("nan"),
+            "eval_accuracy": round(accuracy, 4),
+            "frozen": frozen,
+            "forwards": self.forwards,
+            "forward_fallbacks": dict(self.forward_fallbacks),
+            "forward_copies": self.forward_copies,
+            "syncs": len(report),
+            "syncs_per_step": round(len(report) / max(self.steps, 1), 4),
+            "sync_places": places,
+            "machine": "affected Mac (emulated)" if self.lab.affected else "healthy (emulated)",
+        }
+
+    def report(self) -> dict:
+        """What the run measured, as a plain dict (after the ``with`` block)."""
+        if self._report is None:
+            raise RuntimeError("call run.report() after the `with lab.run(...) as run:` block")
+        return dict(self._report)
+
+
+@contextlib.contextmanager
+def global_forward_hooks(before, after):
+    """Call ``before(module, args)`` / ``after(module, args, output)`` around every module's forward."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    first = next(model.parameters(), None)
+    return first.device if first is not None else torch.device("cpu")
+
+
+# --- the haunted script and the fixed one ------------------------------------------------------------
+
+
+def haunted(lab: Lab) -> dict:
+    """The haunted training script of lesson 08: it runs, it logs, and it is wrong five times over."""
+    torch.manual_seed(lab.seed)
+    ids, labels = lab.dataset()  # token ids, one tag per sequence
+    model = TagModel(max_norm=1.0)  # keep every token vector within norm 1
+    model.up.weight.data = model.down.weight.T.clone()  # start the block symmetric
+    optimizer = torch.optim.Adam(model.parameters(), lr=lab.lr)
+    with lab.run(model, optimizer) as run:
+        for step in range(lab.steps):
+            start = step * lab.batch % len(ids)
+            batch, target = ids[start:start + lab.batch], labels[start:start + lab.batch]
+            loss = F.cross_entropy(model(batch), target)
+            loss.backward()
+            optimizer.step()
+            run.log(loss.item())
+    return run.report()
+
+
+@torch.no_grad()
+def clip_rows_(table: torch.Tensor, max_norm: float = 1.0) -> None:
+    """What ``nn.Embedding(max_norm=...)`` does to the rows it looks up, done to every row with ops
+    that have MPS kernels: scale rows longer than ``max_norm`` back to it (PyTorch's own formula)."""
+    table.mul_((max_norm / (table.norm(dim=1, keepdim=True) + 1e-7)).clamp(max=1.0))
+
+
+def fixed(lab: Lab) -> dict:
+    """The same script with its five bugs fixed (the capstone's reference solution)."""
+    torch.manual_seed(lab.seed)
+    ids, labels = lab.dataset()
+    model = TagModel()  # no max_norm in the forward: embedding_renorm_ has no MPS kernel (facts §4)
+    model.up.weight.data = model.down.weight.T.contiguous()  # same values, row-major layout
+    clip_rows_(model.embed.weight)  # max_norm=1.0, kept with device ops outside the forward
+    optimizer = torch.optim.Adam(model.parameters(), lr=lab.lr)
+    order = torch.Generator().manual_seed(lab.seed)
+    with lab.run(model, optimizer) as run:
+        for step in range(lab.steps):
+            start = step * lab.batch % len(ids)
+            if start == 0:
+                perm = torch.randperm(len(ids), generator=order)  # a fresh shuffle every epoch
+            pick = perm[start:start + lab.batch]
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(ids[pick]), labels[pick])
+            loss.backward()
+            optimizer.step()
+            clip_rows_(model.embed.weight)
+            run.log(loss.detach())  # read in groups by the logger, not once per step
+    return run.report()
+
+
+# --- the checkpoints ---------------------------------------------------------------------------------
+
+
+def _as_report(report: Any) -> dict | str:
+    if not isinstance(report, dict):
+        return f"return run.report() (a dict), not {type(report).__name__}"
+    missing = {"steps", "eval_loss", "frozen", "forwards", "syncs"} - set(report)
+    return f"the report lacks {sorted(missing)}: return run.report()" if missing else report
+
+
+def check_loss(report: Any, lab: Lab) -> str | None:
+    """Checkpoint 1: held-out loss at most LOSS_LIMIT within the lab's steps, on the affected Mac."""
+    r = _as_report(report)
+    if isinstance(r, str):
+        return r
+    if not 0 < r["steps"] <= lab.steps:
+        return f"trained {r['steps']} optimizer steps; the budget is 1 to {lab.steps}"
+    loss = r["eval_loss"]
+    if not loss <= LOSS_LIMIT:  # NaN fails too
+        return (f"held-out loss {loss:.3g} (accuracy {r.get('eval_accuracy', float('nan')):.0%}) after "
+                f"{r['steps']} steps on the {r.get('machine', 'lab machine')}; it must be at most "
+                f"{LOSS_LIMIT}")
+    return None
+
+
+def check_frozen(report: Any, lab: Lab) -> str | None:
+    """Checkpoint 2: no parameter that receives gradients stays bit-identical (affected Mac, emulated)."""
+    r = _as_report(report)
+    if isinstance(r, str):
+        return r
+    if r["steps"] < 1:
+        return "no optimizer step was taken inside lab.run(...)"
+    if r["frozen"]:
+        return (f"frozen on the {r.get('machine', 'lab machine')}: {', '.join(r['frozen'])} "
+                f"received gradients for {r['steps']} steps and never changed")
+    return None
+
+
+def check_fallback(report: Any, lab: Lab) -> str | None:
+    """Checkpoint 3: the forward stays on the device: no op falls back, no tensor goes to the host."""
+    r = _as_report(report)
+    if isinstance(r, str):
+        return r
+    if r["forwards"] < 1:
+        return "the model's forward never ran inside lab.run(...)"
+    falls = r.get("forward_fallbacks") or {}
+    if falls:
+        ops = ", ".join(f"{op} ({n}x)" for op, n in falls.items())
+        return f"ops fell back to the CPU inside the forward (emulated): {ops} in {r['forwards']} forwards"
+    if r.get("forward_copies", 0):
+        return (f"{r['forward_copies']} copies between the host and the device inside the forward "
+                f"({r['forwards']} forwards): a round trip to the CPU is a fallback by hand")
+    return None
+
+
+def check_syncs(report: Any, lab: Lab) -> str | None:
+    """Checkpoint 4: at most SYNCS_PER_STEP host reads of device values per step, on average."""
+    r = _as_report(report)
+    if isinstance(r, str):
+        return r
+    if r["steps"] < 1:
+        return "no optimizer step was taken inside lab.run(...)"
+    per_step = r["syncs"] / r["steps"]
+    if per_step > SYNCS_PER_STEP:
+        places = "; ".join(r.get("sync_places", [])[:3])
+        return (f"{r['syncs']} syncs in {r['steps']} steps ({per_step:.2f} per step, at most "
+                f"{SYNCS_PER_STEP}): {places}")
+    return None
+
+
+CHECKS = {"loss": check_loss, "frozen": check_frozen, "fallback": check_fallback, "syncs": check_syncs}
+
+
+def checkpoints(report: Any, lab: Lab) -> dict[str, str | None]:
+    """Every checkpoint's verdict on a report: None where it passes, else what is wrong."""
+    return {name: check(report, lab) for name, check in CHECKS.items()}
+
+
+def scorecard(report: Any, lab: Lab) -> str:
+    """The checkpoints as lines of text: ✔ or ✘, the name, and what is wrong."""
+    lines = []
+    for name, problem in checkpoints(report, lab).items():
+        mark = "✔" if problem is None else "✘"
+        lines.append(f"{mark} {name:<9}{problem or ''}".rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,386 @@
+"""A differential test for layout bugs: every op, every layout, every variant, against the CPU (lesson 06).
+
+``sweep(ops, layouts=..., variants=..., device=...)`` runs each op on the device with its tensors in
+each layout (contiguous, transposed, stepped slice, narrowed with an offset, expanded, permuted 3-D,
+``channels_last``) and each variant (out-of-place, in-place, ``out=``), and compares the result
+with the same op on contiguous copies on the CPU, the oracle. The reference runs with every
+dispatcher mode switched off, as a CPU run on a Mac is untouched by an MPS bug.
+
+A layout applies to every tensor argument that can take it, the output of ``out=`` included;
+written-to tensors are never expanded (PyTorch refuses that), so "expanded" expands the inputs only.
+Each check ends ``ok``, ``mismatch``, ``unchanged`` (the output kept its old values: the signature
+of the addcmul_ bug), ``error`` (the op or the set-up copy failed) or ``n/a``. Tolerances are 1e-5
+(1e-4 for reductions and matmuls) on the CPU, ten times that on an accelerator, whose kernels may
+round differently; the bugs this hunts are off by whole units.
+
+Under ``mps_inplace_bug()`` the default sweep flags exactly ``addcmul_`` and ``addcdiv_`` on
+non-contiguous outputs; on a healthy machine, nothing; on a real Mac, it hunts real bugs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import _disable_current_modes
+
+LAYOUTS = ("contiguous", "transposed", "stepped", "narrowed", "expanded", "permuted 3-D",
+           "channels_last")
+VARIANTS = ("out-of-place", "in-place", "out=")
+LAYOUT_RANK = {"contiguous": 2, "transposed": 2, "stepped": 2, "narrowed": 2, "expanded": 2,
+               "permuted 3-D": 3, "channels_last": 4}
+BASE_SHAPE = {2: (4, 6), 3: (2, 3, 4), 4: (2, 3, 4, 5)}
+PROBLEMS = ("mismatch", "unchanged", "error")
+
+# --- what an op is --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """How to call one op: ``fn(*tensors, *extra, **kwargs)`` out of place; its in-place form is the
+    tensor method ``name + "_"`` when it exists (or ``inplace``); ``out=`` is tried on the CPU once."""
+
+    name: str
+    arity: int = 1
+    extra: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    ranks: tuple[int, ...] = (2, 3, 4)
+    shapes: Callable[[tuple[int, ...]], list[tuple[int, ...]]] | None = None
+    positive: tuple[int, ...] = ()  # arguments that must be > 0 (log, sqrt, divisors)
+    fn: Callable | None = None
+    inplace: Callable | None = None  # fn(self, *others) writing into self; default: the method
+    tol: float = 1e-5
+
+    def call(self, *tensors: torch.Tensor, out: torch.Tensor | None = None):
+        fn = self.fn or getattr(torch, self.name)
+        extra = {"out": out} if out is not None else {}
+        return fn(*tensors, *self.extra, **self.kwargs, **extra)
+
+    def call_inplace(self, *tensors: torch.Tensor):
+        if self.inplace is not None:
+            return self.inplace(*tensors, *self.extra, **self.kwargs)
+        return getattr(tensors[0], self.name + "_")(*tensors[1:], *self.extra, **self.kwargs)
+
+    def has_inplace(self) -> bool:
+        return self.inplace is not None or (self.fn is None and hasattr(torch.Tensor, self.name + "_"))
+
+    def arg_shapes(self, rank: int) -> list[tuple[int, ...]] | None:
+        if rank not in self.ranks:
+            return None
+        base = BASE_SHAPE[rank]
+        return self.shapes(base) if self.shapes else [base] * self.arity
+
+
+def _mm(s):
+    return [(s[0], s[1]), (s[1], 5)]
+
+
+def _bmm(s):
+    return [(s[0], s[1], s[2]), (s[0], s[2], 5)]
+
+
+def _matmul(s):
+    return _mm(s) if len(s) == 2 else _bmm(s)
+
+
+def _addmm(s):
+    return [(s[0], 5), (s[0], s[1]), (s[1], 5)]
+
+
+def _baddbmm(s):
+    return [(s[0], s[1], 5), (s[0], s[1], s[2]), (s[0], s[2], 5)]
+
+
+def _linear(s):
+    return [(s[0], s[1]), (5, s[1]), (5,)]
+
+
+_DIM = {"dim": -1}
+SPECS: dict[str, OpSpec] = {spec.name: spec for spec in (
+    # pointwise, one input
+    *(OpSpec(n) for n in ("neg", "exp", "abs", "sigmoid", "tanh", "relu", "sign", "erf", "sin",
+                          "floor")),  # (square is pow with exponent 2 at the dispatcher: see pow)
+    *(OpSpec(n, positive=(0,)) for n in ("log", "sqrt", "rsqrt", "reciprocal")),
+    OpSpec("clamp", kwargs={"min": -0.5, "max": 0.5}),
+    OpSpec("pow", extra=(2.0,)),
+    OpSpec("silu", fn=F.silu, inplace=lambda x: F.silu(x, inplace=True)),
+    OpSpec("gelu", fn=F.gelu),
+    # pointwise, several inputs
+    OpSpec("add", 2, kwargs={"alpha": 0.5}), OpSpec("sub", 2), OpSpec("mul", 2),
+    OpSpec("div", 2, positive=(1,)), OpSpec("maximum", 2), OpSpec("minimum", 2),
+    OpSpec("lerp", 2, extra=(0.3,)),
+    OpSpec("addcmul", 3, kwargs={"value": 0.5}),
+    OpSpec("addcdiv", 3, kwargs={"value": 0.5}, positive=(2,)),
+    # reductions along the last dimension
+    *(OpSpec(n, kwargs=_DIM, tol=1e-4) for n in ("sum", "mean", "amax", "var", "logsumexp", "cumsum",
+                                                 "softmax", "log_softmax")),
+    # matmul family
+    OpSpec("mm", 2, ranks=(2,), shapes=_mm, tol=1e-4),
+    OpSpec("bmm", 2, ranks=(3,), shapes=_bmm, tol=1e-4),
+    OpSpec("matmul", 2, ranks=(2, 3), shapes=_matmul, tol=1e-4),
+    OpSpec("addmm", 3, ranks=(2,), shapes=_addmm, tol=1e-4),
+    OpSpec("baddbmm", 3, ranks=(3,), shapes=_baddbmm, tol=1e-4),
+    OpSpec("linear", 3, ranks=(2,), shapes=_linear, fn=F.linear, tol=1e-4),
+)}
+DEFAULT_OPS = tuple(SPECS)
+
+def inplace_ops(ops: Iterable[str] = DEFAULT_OPS) -> tuple[str, ...]:
+    """The in-place forms (``"addcmul_"``) of ``ops`` that the sweep can run on 2-D tensors (lesson 06)."""
+    specs = [_spec(op) for op in ops]
+    return tuple(f"{s.name}_" for s in specs if s.has_inplace() and 2 in s.ranks)
+
+
+# --- layouts --------------------------------------------------------------------------------------
+
+
+def _storage_for(values: torch.Tensor, layout: str, device) -> torch.Tensor | None:
+    """An empty tensor on ``device`` with ``values``'s shape in ``layout``; None if it cannot."""
+    shape, rank = tuple(values.shape), values.dim()
+    kw = {"dtype": values.dtype, "device": device}
+    if layout == "contiguous":
+        return torch.empty(shape, **kw)
+    if layout == "transposed" and rank >= 2:
+        return torch.empty(*shape[:-2], shape[-1], shape[-2], **kw).transpose(-1, -2)
+    if layout == "stepped" and rank >= 1:
+        return torch.empty(*shape[:-1], 2 * shape[-1], **kw)[..., ::2]
+    if layout == "narrowed" and rank >= 1:
+        big = torch.empty([s + 2 for s in shape], **kw)
+        return big[tuple(slice(1, 1 + s) for s in shape)]
+    if layout == "permuted 3-D" and rank == 3:
+        return torch.empty(shape[2], shape[0], shape[1], **kw).permute(1, 2, 0)
+    if layout == "channels_last" and rank == 4:
+        return torch.empty(shape, memory_format=torch.channels_last, **kw)
+    return None
+
+
+def lay_out(values: torch.Tensor, layout: str, device=None, written: bool = False) -> torch.Tensor:
+    """``values`` (a CPU tensor) copied to ``device`` in ``layout``; a written-to tensor is never
+    expanded, and a layout the tensor's rank cannot take leaves it contiguous (lesson 06)."""
+    device = device or values.device
+    if layout == "expanded" and not written and values.dim() >= 1 and values.shape[0] > 1:
+        row = values[:1].to(device)
+        return row.expand(values.shape)
+    target = _storage_for(values, layout, device)
+    if target is None:
+        target = torch.empty(values.shape, dtype=values.dtype, device=device)
+    target.copy_(values)
+    return target
+
+
+def _values(spec: OpSpec, shapes, layout: str, gen: torch.Generator, dtype) -> list[torch.Tensor]:
+    out = []
+    for i, shape in enumerate(shapes):
+        v = torch.randn(shape, generator=gen, dtype=dtype)
+        if i in spec.positive:
+            v = v.abs() + 0.5
+        if layout == "expanded" and v.dim() >= 1:
+            v = v[:1].expand(shape).contiguous()  # an expanded tensor repeats its first row
+        out.append(v)
+    return out
+
+
+# --- one check ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One op, variant and layout: how it ended and how far from the CPU reference."""
+
+    op: str
+    variant: str
+    layout: str
+    status: str  # ok, mismatch, unchanged, error, n/a
+    max_abs_diff: float = 0.0
+    detail: str = ""
+
+    @property
+    def name(self) -> str:
+        """The op as called: ``addcmul``, ``addcmul_`` (in-place) or ``addcmul(out=)``."""
+        return {"in-place": f"{self.op}_", "out=": f"{self.op}(out=)"}.get(self.variant, self.op)
+
+
+def _compare(got: torch.Tensor, ref: torch.Tensor, before: torch.Tensor | None, tol: float):
+    got = got.detach().cpu()
+    if got.shape != ref.shape:
+        return "mismatch", float("inf"), f"shape {tuple(got.shape)} != {tuple(ref.shape)}"
+    if torch.allclose(got, ref, rtol=tol, atol=tol, equal_nan=True):
+        return "ok", 0.0, ""
+    diff = (got - ref).abs().nan_to_num(nan=float("inf")).max().item()
+    if before is not None and torch.equal(got, before):
+        return "unchanged", diff, "the output kept its old values"
+    return "mismatch", diff, ""
+
+
+_OUT_SUPPORT: dict[str, bool] = {}
+
+
+def _supports_out(spec: OpSpec, values: list[torch.Tensor]) -> bool:
+    if spec.name not in _OUT_SUPPORT:
+        try:
+            with _disable_current_modes():
+                ref = spec.call(*values)
+                spec.call(*values, out=torch.empty_like(ref))
+            _OUT_SUPPORT[spec.name] = True
+        except (TypeError, RuntimeError):
+            _OUT_SUPPORT[spec.name] = False
+    return _OUT_SUPPORT[spec.name]
+
+
+def check_one(spec: OpSpec, variant: str, layout: str, device, dtype=torch.float32,
+              seed: int = 0) -> Check:
+    """Run ``spec`` once in ``variant`` with tensors in ``layout`` on ``device``; compare with the CPU."""
+    shapes = spec.arg_shapes(LAYOUT_RANK[layout])
+    if shapes is None or (variant == "in-place" and not spec.has_inplace()):
+        return Check(spec.name, variant, layout, "n/a")
+    gen = torch.Generator().manual_seed(seed)
+    values = _values(spec, shapes, layout, gen, dtype)
+    if variant == "in-place":
+        if tuple(shapes[0]) != _result_shape(spec, values):
+            return Check(spec.name, variant, layout, "n/a")  # the result cannot be written into self
+        if layout == "expanded":  # self is written, so not expanded: give it rows of its own
+            fresh = torch.randn(shapes[0], generator=gen, dtype=dtype)
+            values[0] = fresh.abs() + 0.5 if 0 in spec.positive else fresh
+    if variant == "out=" and not _supports_out(spec, values):
+        return Check(spec.name, variant, layout, "n/a")
+    with _disable_current_modes():
+        ref = spec.call(*[v.clone() for v in values])
+    try:
+        written = 0 if variant == "in-place" else None
+        args = [lay_out(v, layout, device, written=(i == written)) for i, v in enumerate(values)]
+        if any(not torch.equal(a.cpu(), v) for a, v in zip(args, values, strict=True)):
+            return Check(spec.name, variant, layout, "error", float("inf"),
+                         "copying the inputs into this layout on the device gave wrong values")
+        if variant == "out-of-place":
+            got, before = spec.call(*args), None
+        elif variant == "in-place":
+            before = args[0].detach().cpu().clone()
+            spec.call_inplace(*args)
+            got = args[0]
+        else:
+            start = torch.full(ref.shape, -7.0, dtype=dtype)  # a value no op here returns
+            got = lay_out(start, layout, device, written=True)
+            before = start
+            spec.call(*args, out=got)
+    except Exception as err:  # noqa: BLE001 - an op failing on a layout is a finding, not a crash
+        return Check(spec.name, variant, layout, "error", float("inf"), f"{type(err).__name__}: {err}"[:120])
+    tol = spec.tol if torch.device(device).type == "cpu" else 10 * spec.tol  # GPU kernels round differently
+    status, diff, detail = _compare(got, ref, before, tol)
+    return Check(spec.name, variant, layout, status, diff, detail)
+
+
+def _result_shape(spec: OpSpec, values: list[torch.Tensor]) -> tuple[int, ...]:
+    with _disable_current_modes():
+        return tuple(spec.call(*values).shape)
+
+
+# --- the sweep ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """``sweep()``'s answer: every check; ``print()`` shows the problems, ``heatmap()`` draws them."""
+
+    checks: tuple[Check, ...]
+    device: str
+    seconds: float
+    layouts: tuple[str, ...]
+
+    @property
+    def problems(self) -> list[Check]:
+        """The checks that ended mismatch, unchanged or error."""
+        return [c for c in self.checks if c.status in PROBLEMS]
+
+    def flagged(self) -> list[str]:
+        """The op names (as called: ``addcmul_``) with at least one problem, sorted."""
+        return sorted({c.name for c in self.problems})
+
+    def flagged_layouts(self, name: str) -> list[str]:
+        """The layouts on which ``name`` (e.g. ``addcmul_``) had a problem, in sweep order."""
+        bad = {c.layout for c in self.problems if c.name == name}
+        return [layout for layout in self.layouts if layout in bad]
+
+    def counts(self) -> dict[str, int]:
+        """How many checks ended in each status."""
+        out: dict[str, int] = {}
+        for c in self.checks:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
+
+    def summary(self) -> str:
+        """One line: device, checks run, problems found (no timing: it varies)."""
+        run = sum(1 for c in self.checks if c.status != "n/a")
+        return (f"difftest on {self.device}: {run} checks run, {len(self.problems)} problems"
+                + (f" in {', '.join(self.flagged())}" if self.problems else ""))
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        if self.problems:
+            lines.append(f"  {'op':<16}{'layout':<15}{'status':<11}max abs diff")
+            lines += [f"  {c.name:<16}{c.layout:<15}{c.status:<11}{c.max_abs_diff:.3g}"
+                      for c in self.problems]
+        return "\n".join(lines)
+
+    def grid(self, names: Sequence[str] | None = None) -> tuple[list[str], list[list[str]]]:
+        """(row names, statuses per layout): the heatmap's data; default rows = every op as called."""
+        rows = list(names) if names is not None else sorted({c.name for c in self.checks})
+        cell = {(c.name, c.layout): c.status for c in self.checks}
+        return rows, [[cell.get((r, layout), "n/a") for layout in self.layouts] for r in rows]
+
+    def heatmap(self, names: Sequence[str] | None = None):
+        """A figure: one row per op as called, one column per layout, coloured by status (lesson 06).
+        Default rows: the in-place ops, where layout bugs of this kind live. End the cell with plt.show()."""
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import ListedColormap
+
+        if names is None:
+            names = sorted({c.name for c in self.checks if c.variant == "in-place" and c.status != "n/a"})
+        rows, statuses = self.grid(names)
+        order = ["n/a", "ok", "mismatch", "unchanged", "error"]
+        codes = [[order.index(s) for s in row] for row in statuses]
+        colours = ListedColormap(["#eeeeee", "#9fd39f", "#f0a030", "#d62728", "#7f3fbf"])
+        fig, ax = plt.subplots(figsize=(6, 0.22 * len(rows) + 1.3), dpi=80, layout="constrained")
+        ax.imshow(codes, cmap=colours, vmin=0, vmax=len(order) - 1, aspect="auto")
+        ax.set_xticks(range(len(self.layouts)), self.layouts, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(rows)), rows, fontsize=7)
+        ax.set_title(self.summary(), fontsize=8)
+        handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i)) for i in range(len(order))]
+        ax.legend(handles, order, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        return fig
+
+
+def _spec(op: str | OpSpec) -> OpSpec:
+    if isinstance(op, OpSpec):
+        return op
+    name = op.removesuffix("_")
+    if name not in SPECS:
+        raise KeyError(f"difftest knows no op {op!r}; known: {', '.join(SPECS)} (or pass an OpSpec)")
+    return SPECS[name]
+
+
+def sweep(ops: Iterable[str | OpSpec] = DEFAULT_OPS, layouts: Sequence[str] = LAYOUTS,
+          variants: Sequence[str] = VARIANTS, device: torch.device | str | None = None,
+          dtype: torch.dtype = torch.float32, seed: int = 0) -> SweepResult:
+    """Compare every op x layout x variant on ``device`` with contiguous CPU runs (lesson 06).
+
+    ``ops``: names from ``SPECS`` ("addcmul" or "addcmul_" alike) or ``OpSpec`` objects; the
+    default covers pointwise, reduction and matmul ops used in training. ``device`` defaults to
+    ``pick_device()``. Inputs are drawn from ``seed``, so a sweep is repeatable.
+    """
+    if device is None:
+        from course_utils.toolkit.device import pick_device
+
+        device = pick_device()
+    unknown = [x for x in (*layouts, *variants) if x not in LAYOUTS + VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown layouts/variants {unknown}; layouts: {LAYOUTS}, variants: {VARIANTS}")
+    start, threads = time.perf_counter(), torch.get_num_threads()
+    torch.set_num_threads(1)  # tensors of a few dozen elements: a thread pool only adds waiting
+    try:
+        checks = tuple(check_one(_spec(op), variant, layout, device, dtype, seed)
+                       for op in ops for variant in variants for layout in layouts)
+    finally:
+        torch.set_num_threads(threads)
+    return SweepResult(checks, torch.device(device).type, time.perf_counter() - start, tuple(layouts))

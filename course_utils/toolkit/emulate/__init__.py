@@ -1,0 +1,25 @@
+"""Faithful CPU emulations of effects only an Apple GPU shows, each labelled *emulated*.
+
+Each emulation acts at the layer where the real effect happens (PyTorch's dispatcher, or a device
+queue), so unmodified code is affected as on an affected Mac. One submodule per effect:
+asynchronous execution (lesson 03), CPU fallback (lesson 04), the in-place bug on non-contiguous
+outputs (lesson 06).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# Names re-exported lazily, so `import course_utils.toolkit.emulate` stays cheap (lesson 06's module loads
+# on first use): `from course_utils.toolkit.emulate import mps_inplace_bug, known_bug_status`.
+_LAZY = {"mps_inplace_bug": "inplace", "mps_random_bug": "inplace", "known_bug_status": "inplace"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"course_utils.toolkit.emulate.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'course_utils.toolkit.emulate' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

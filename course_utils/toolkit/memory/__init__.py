@@ -1,0 +1,52 @@
+"""Memory you measure instead of guess (lesson 02).
+
+One topic per module; everything public is re-exported here, so ``from course_utils.toolkit.memory
+import X`` works for all of them:
+
+- ``sizes``: ``tensor_bytes``, ``storage_bytes``, ``mib``: what a tensor costs.
+- ``counters``: ``snapshot`` (the counters each device really has, each labelled with what it
+  counts; on CPU there is no allocator counter: we report the process) and ``empty_cache``.
+- ``tracking``: ``tracking`` / ``measure``: peak and retained tensor bytes of a piece of work, on
+  any device.
+- ``budget``: ``training_step_breakdown``: weights, gradients, optimizer state and the activations
+  autograd really saves, against the measured peak of one training step; the lesson's model
+  ``TinyIssueClassifier``.
+- ``oom``: ``retry_on_oom``: the correct version of a retry-on-out-of-memory helper (seed 001's is
+  broken); ``SimulatedOOMStep``, a step that runs out of memory (emulated) above a size.
+- ``examples``: ``SAVING_EXAMPLES``, small forwards whose saved-for-backward bytes differ.
+- ``watermarks``: ``WATERMARKS``, the MPS allocator's limits (facts §3).
+- ``pictures``: ``draw_memory_models`` and ``plot_breakdowns`` (matplotlib imported when called).
+"""
+
+from course_utils.toolkit.memory.budget import (
+    TOLERANCE,
+    Breakdown,
+    Part,
+    SavedTensors,
+    TinyIssueClassifier,
+    optimizer_state_bytes,
+    saved_bytes,
+    training_step_breakdown,
+)
+from course_utils.toolkit.memory.counters import Counter, Snapshot, empty_cache, snapshot
+from course_utils.toolkit.memory.examples import SAVING_EXAMPLES
+from course_utils.toolkit.memory.oom import (
+    MinBatchOutOfMemoryError,
+    Retried,
+    SimulatedOOMStep,
+    is_out_of_memory,
+    retry_on_oom,
+)
+from course_utils.toolkit.memory.pictures import COLORS, draw_memory_models, plot_breakdowns
+from course_utils.toolkit.memory.sizes import MiB, mib, storage_bytes, tensor_bytes
+from course_utils.toolkit.memory.tracking import Measurement, Tracker, measure, tracking
+from course_utils.toolkit.memory.watermarks import WATERMARKS, Watermark
+
+__all__ = [
+    "COLORS", "SAVING_EXAMPLES", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
+    "MinBatchOutOfMemoryError", "Part", "Retried", "SavedTensors", "SimulatedOOMStep", "Snapshot",
+    "TinyIssueClassifier",
+    "Tracker", "Watermark", "draw_memory_models", "empty_cache", "is_out_of_memory", "measure", "mib",
+    "optimizer_state_bytes", "plot_breakdowns", "retry_on_oom", "saved_bytes", "snapshot",
+    "storage_bytes", "tensor_bytes", "tracking", "training_step_breakdown",
+]
