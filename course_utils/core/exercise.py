@@ -8,7 +8,9 @@ random cases are drawn from a seed at check time, so an answer cannot be tuned t
 from __future__ import annotations
 
 import copy
+import inspect
 import random
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,3 +86,24 @@ class Exercise:
             rng = random.Random(seed)
             out += [self.random(rng) for _ in range(self.n_random)]
         return out
+
+
+def patched(reference: Callable, *edits: tuple[str, str]) -> Callable:
+    """A mutant written as a small diff of ``reference``: each ``(old, new)`` pair replaces text
+    that occurs exactly once in the reference's source.
+
+    ``patched(batch_bytes, ("* x.element_size()", ""))`` is the answer that forgets the element
+    size. The mutant runs in the reference module's globals, so helpers it calls are the same.
+    """
+    source = textwrap.dedent(inspect.getsource(reference))
+    for old, new in edits:
+        count = source.count(old)
+        if count != 1:
+            raise ValueError(f"mutant of {reference.__name__}: {old!r} occurs {count} times")
+        source = source.replace(old, new)
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<mutant of {reference.__qualname__}>", "exec"),  # noqa: S102
+         reference.__globals__, namespace)
+    mutant = namespace[reference.__name__]
+    mutant.__qualname__ = f"{reference.__qualname__}[mutant]"
+    return mutant
