@@ -1,0 +1,106 @@
+"""Timed drill mode's rules (lesson 08): which drills a round serves, and what an answer is worth.
+
+``pick(seed, category, count)`` draws the drills in an order fixed by the seed; ``Result`` is one
+answered drill (1 point in time, ½ late, 0 wrong); ``score_table`` prints a round. Used by the
+notebook widget (``drill_mode``), the terminal (``drill_cli``) and the history (``drill_history``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from course_utils.drills import CATEGORIES, Drill, all_drills, by_category
+
+SECONDS = 300  # five minutes per drill
+LETTERS = "ABCDEFGH"
+
+
+# --- choosing drills ---------------------------------------------------------------------------------
+
+
+def category_name(name: str | None) -> str | None:
+    """The bank's category for ``name`` (case-insensitive; a unique prefix such as "seed" works)."""
+    if name is None:
+        return None
+    wanted = name.strip().lower()
+    exact = [c for c in CATEGORIES if c == wanted]
+    found = exact or [c for c in CATEGORIES if c.startswith(wanted)]
+    if len(found) != 1:
+        raise ValueError(f"no drill category {name!r}; choose one of: {', '.join(CATEGORIES)}")
+    return found[0]
+
+
+def pick(seed: int, category: str | None = None, count: int | None = 5) -> list[Drill]:
+    """``count`` drills (all when None or more than there are) in an order fixed by ``seed``."""
+    pool = by_category()[category_name(category)] if category else all_drills()
+    if count is not None and count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    k = len(pool) if count is None else min(count, len(pool))
+    return random.Random(f"drill-mode:{seed}").sample(pool, k)
+
+
+# --- one answer and its points -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    """One answered drill: which, the choice (a letter), right or not, the seconds it took."""
+
+    drill_id: str
+    category: str
+    choice: str
+    right: bool
+    seconds: float
+    late: bool
+
+    @property
+    def points(self) -> float:
+        """1 for a right answer in time, ½ for a right answer after the clock ran out, else 0."""
+        return (0.5 if self.late else 1.0) if self.right else 0.0
+
+
+def clock_text(seconds: float) -> str:
+    """Seconds as m:ss."""
+    whole = max(0, int(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def letter_index(drill: Drill, choice: int | str) -> int:
+    """The index of a choice given as a letter ("b") or an index; a ValueError names what is allowed."""
+    n = len(drill.question.choices)
+    if isinstance(choice, str) and len(choice.strip()) == 1 and choice.strip().upper() in LETTERS[:n]:
+        return LETTERS.index(choice.strip().upper())
+    if isinstance(choice, int) and not isinstance(choice, bool) and 0 <= choice < n:
+        return choice
+    raise ValueError(f"choice must be a letter A-{LETTERS[n - 1]} or an index 0-{n - 1}, got {choice!r}")
+
+
+def score_table(results: list[Result], seconds: int = SECONDS) -> str:
+    """The round as a text table, with the total and the accuracy per category."""
+    if not results:
+        return "no drill answered yet"
+    width = max(len(r.drill_id) for r in results) + 2
+    lines = [f"  #  {'drill':<{width}}{'category':<13}answer  result  time   points"]
+    for i, r in enumerate(results, 1):
+        verdict = "right" if r.right else "wrong"
+        late = " late" if r.late else ""
+        lines.append(f"{i:>3}  {r.drill_id:<{width}}{r.category:<13}{r.choice:<8}{verdict:<8}"
+                     f"{clock_text(r.seconds):<7}{r.points:g}{late}")
+    points = sum(r.points for r in results)
+    lines.append(f"score: {points:g} of {len(results)} points ({points / len(results):.0%}); "
+                 f"{clock_text(seconds)} per drill, a late right answer counts half")
+    per = per_category(results)
+    lines.append("per category: " + ", ".join(f"{c} {v['right']}/{v['answered']}" for c, v in per.items()))
+    return "\n".join(lines)
+
+
+def per_category(results: list[Result]) -> dict[str, dict[str, int]]:
+    """{category: {"right": n, "answered": n}} over ``results``, categories in order of answer."""
+    out: dict[str, dict[str, int]] = {}
+    for r in results:
+        entry = out.setdefault(r.category, {"right": 0, "answered": 0})
+        entry["answered"] += 1
+        entry["right"] += int(r.right)
+    return out
+

@@ -1,0 +1,133 @@
+"""Timed drill mode as ipywidgets (lesson 08): a five-minute clock that ticks in the browser.
+
+An ipywidgets ``Play`` linked in JavaScript to a progress bar and a seconds counter, so the clock
+ticks while the kernel is busy; the lesson 07 spot-the-bug card (``bugcard``) takes the hypothesis
+and the diagnosis. ``build_widget(session)`` drives a ``drill_mode.DrillSession``; ipywidgets is
+imported only when a widget is built.
+"""
+
+from __future__ import annotations
+
+import html
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from course_utils.course.drill_history import history_text, plot_history
+from course_utils.course.drill_scoring import clock_text
+
+if TYPE_CHECKING:
+    from course_utils.course.drill_mode import DrillSession
+
+START, NEXT, FINISH = "Start drill", "Next drill", "Finish round"
+
+
+def build_widget(session: DrillSession):
+    """The round as ipywidgets; the controls stay reachable as ``session.controls``."""
+    import ipywidgets as w
+
+    from course_utils.course.bugcard import BugCard
+
+    n = len(session.drills)
+    clock = w.Play(value=0, min=0, max=session.seconds, step=1, interval=1000, show_repeat=False,
+                   description="clock", layout={"width": "auto"})
+    bar = w.IntProgress(value=0, min=0, max=session.seconds, description="time used",
+                        layout={"width": "260px"})
+    counter = w.IntText(value=0, disabled=True, description="seconds", layout={"width": "170px"})
+    links = [w.jslink((clock, "value"), (bar, "value")),  # ticks in the browser, without the kernel
+             w.jslink((clock, "value"), (counter, "value"))]
+    header = w.HTML()
+    status = w.HTML(f"{clock_text(session.seconds)} per drill. Write a hypothesis before you pick "
+                    f"an answer. Press <b>{START}</b> when ready.")
+    start = w.Button(description=START, button_style="primary")
+    nxt = w.Button(description=NEXT, disabled=True)
+    finish = w.Button(description=FINISH, disabled=True)
+    card_box = w.VBox([])
+    summary = w.Output()
+    ui = SimpleNamespace(clock=clock, bar=bar, counter=counter, links=links, header=header, status=status,
+                         start=start, next=nxt, finish=finish, card_box=card_box, summary=summary,
+                         card=None)
+    session.controls = ui
+
+    def show_header():
+        drill = session.current
+        if drill is not None:
+            header.value = (f"<b>Drill {session.index + 1} of {n}</b> · category: "
+                            f"{html.escape(drill.category)} · score so far: "
+                            f"{sum(r.points for r in session.results):g}/{len(session.results)}")
+
+    def restart_clock():
+        clock.playing = False
+        clock.value = 0
+        clock.playing = True
+
+    def serve():
+        drill = session.current
+        session.start()
+        card = BugCard(drill)
+        box = card.widget()
+        box.children = box.children[1:]  # no title: it would name the bug
+        card.controls.submit.on_click(on_submit)  # runs after the card's own grading handler
+        ui.card = card
+        card_box.children = [box]
+        show_header()
+        status.value = f"The clock is running: {clock_text(session.seconds)}."
+        restart_clock()
+
+    def on_start(_):
+        start.disabled = True
+        serve()
+
+    def on_submit(_):
+        card = ui.card.controls
+        if session.answered or card.choices.index is None:
+            return
+        result = session._grade(card.choices.index, card.hypothesis.value, record_card=False)
+        clock.playing = False
+        for control in (card.submit, card.choices, card.hypothesis):
+            control.disabled = True
+        late = " (after the clock ran out: half a point)" if result.late and result.right else ""
+        status.value = (f"{'Right' if result.right else 'Wrong'} in {clock_text(result.seconds)}{late}. "
+                        f"Press Reveal for the fix, then {NEXT}.")
+        last = session.index == n - 1
+        nxt.disabled = last
+        finish.disabled = False
+        show_header()
+
+    def on_next(_):
+        if not session.answered:
+            return
+        session.index += 1
+        session._started_at = None
+        nxt.disabled = finish.disabled = True
+        serve()
+
+    def on_finish(_):
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        clock.playing = False
+        start.disabled = nxt.disabled = finish.disabled = True
+        table = session.finish()
+        summary.outputs = ()
+        with summary:
+            print(table)
+            print(history_text())
+            fig = plot_history()
+            display(fig)
+            plt.close(fig)
+        status.value = ("Round recorded in your progress. For a new round, change the seed and run "
+                        "the cell again.")
+
+    def on_tick(change):
+        if change["new"] >= session.seconds and not session.answered and session.current is not None:
+            status.value = ("<b>Time is up.</b> Answer anyway (a right answer now counts half), "
+                            "then press Reveal.")
+
+    start.on_click(on_start)
+    nxt.on_click(on_next)
+    finish.on_click(on_finish)
+    clock.observe(on_tick, names="value")
+    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · "
+                   f"{clock_text(session.seconds)} each")
+    return w.VBox([title, header, w.HBox([clock, bar, counter]), status, start, card_box,
+                   w.HBox([nxt, finish]), summary])
