@@ -2,8 +2,9 @@
 
 Each emulation acts at the layer where the real effect happens (PyTorch's dispatcher, or a device
 queue), so unmodified code is affected as on an affected Mac. One submodule per effect:
-asynchronous execution (lesson 03), CPU fallback (lesson 04), the in-place bug on non-contiguous
-outputs (lesson 06).
+asynchronous execution (lesson 03: ``async_queue``, with ``meta_specs`` for what a launch computes
+before its kernel runs), CPU fallback (lesson 04: ``mps_fallback``), the in-place bug on
+non-contiguous outputs (lesson 06: ``inplace``).
 """
 
 from __future__ import annotations

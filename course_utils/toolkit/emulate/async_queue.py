@@ -19,6 +19,7 @@ host. It watches the thread that opened it (PyTorch's modes are per thread).
 What is not emulated: the device's speed (kernels run on this CPU), separate device memory, and
 a separate random generator (queued random ops draw from torch's default generator in queue order).
 The sync points it waits at are the ones ``course_utils.toolkit.syncpoints`` finds; the two share one watcher.
+What a launch computes before its kernel runs (output shapes from meta kernels) is in ``meta_specs``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 import torch
 
+from course_utils.toolkit.emulate.meta_specs import flat, launch_results, out_variant, output_specs
 from course_utils.toolkit.syncpoints import SyncWatch, active_watches, note_sync
 
 _METADATA_MUTATORS = frozenset({"set_", "resize_", "resize_as_", "_resize_output_", "detach_"})
@@ -48,72 +50,6 @@ class Span:
     start: float
     end: float
 
-
-@dataclass(frozen=True)
-class _Spec:
-    """An output's shape, strides and dtype, as the op's meta kernel computed them."""
-
-    shape: tuple
-    stride: tuple
-    dtype: torch.dtype
-
-
-def _to_meta(t: torch.Tensor) -> torch.Tensor:
-    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device="meta")
-
-
-def _placeholder(spec: _Spec) -> torch.Tensor:
-    return torch.empty_strided(spec.shape, spec.stride, dtype=spec.dtype, device="cpu")
-
-
-def _describe(meta: Any) -> Any:
-    if isinstance(meta, torch.Tensor):
-        return _Spec(tuple(meta.shape), meta.stride(), meta.dtype)
-    if isinstance(meta, (tuple, list)):
-        return type(meta)(_describe(m) for m in meta)
-    return meta
-
-
-_PLAIN = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout,
-          torch.memory_format)
-
-
-def _signature(value: Any) -> Any:
-    """A hashable key for an op's arguments: tensors by shape, strides and dtype."""
-    if isinstance(value, torch.Tensor):
-        return (value.shape, value.stride(), value.dtype)
-    if isinstance(value, (tuple, list)):
-        return tuple(_signature(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _signature(v)) for k, v in value.items())
-    if isinstance(value, _PLAIN):
-        return (type(value), value)
-    raise TypeError("not cacheable")
-
-
-_OUT_VARIANTS: dict = {}
-
-
-def _out_variant(func) -> tuple | None:
-    """The op's ``out=`` overload and its output argument names, to write straight into holders."""
-    if func in _OUT_VARIANTS:
-        return _OUT_VARIANTS[func]
-    found = None
-    if all(str(r.type) == "Tensor" for r in func._schema.returns):
-        wanted = [(a.name, str(a.type)) for a in func._schema.arguments]
-        for name in func.overloadpacket.overloads():
-            schema = getattr(func.overloadpacket, name)._schema
-            outs = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-            rest = [(a.name, str(a.type)) for a in schema.arguments if a.name not in outs]
-            if outs and rest == wanted and len(outs) == len(func._schema.returns):
-                found = (getattr(func.overloadpacket, name), outs)
-                break
-    _OUT_VARIANTS[func] = found
-    return found
-
-
-def _flat(value: Any) -> list:
-    return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
 class AsyncDevice(SyncWatch):
@@ -260,14 +196,14 @@ class AsyncDevice(SyncWatch):
         start = time.perf_counter()
         with torch._C.DisableTorchFunction():
             args, kwargs = self._check_and_snapshot(func, args, kwargs, name)
-            specs = self._output_specs(func, args, kwargs)
+            specs = output_specs(func, args, kwargs, self._specs)
             if specs is None:  # no meta kernel, data-dependent, or an error: run it synchronously
                 self.fallbacks.append(name)
                 return self._run_now(func, args, kwargs, name)
-            result, holders, positions = self._results(func, args, kwargs, specs)
+            result, holders, positions = launch_results(func, args, kwargs, specs)
         self.mark(holders)
 
-        variant = _out_variant(func) if not func._schema.is_mutable else None
+        variant = out_variant(func) if not func._schema.is_mutable else None
         if variant is not None and len(holders) == len(variant[1]):  # compute straight into the holders
 
             def kernel() -> None:
@@ -275,7 +211,7 @@ class AsyncDevice(SyncWatch):
         else:
 
             def kernel() -> None:
-                out = _flat(func(*args, **kwargs))
+                out = flat(func(*args, **kwargs))
                 for holder, position in zip(holders, positions, strict=True):
                     holder.copy_(out[position])
 
@@ -284,22 +220,6 @@ class AsyncDevice(SyncWatch):
         return result
 
     # --- helpers ---------------------------------------------------------------------------------
-
-    def _output_specs(self, func, args: tuple, kwargs: dict) -> Any:
-        """Output shapes from the op's meta kernel, once per argument signature (None: no meta)."""
-        try:
-            key = (func, _signature(args), _signature(kwargs))
-        except TypeError:
-            key = None
-        if key is not None and key in self._specs:
-            return self._specs[key]
-        try:
-            specs = _describe(func(*_meta_tree(args), **_meta_kwargs(kwargs)))
-        except Exception:  # noqa: BLE001 - the caller runs the op for real, raising real errors
-            return None
-        if key is not None:
-            self._specs[key] = specs
-        return specs
 
     def _run_now(self, func, args, kwargs, name: str) -> Any:
         self._drain()
@@ -329,32 +249,6 @@ class AsyncDevice(SyncWatch):
         new_kwargs = {k: fix(v, k) for k, v in kwargs.items()}
         return new_args, new_kwargs
 
-    def _results(self, func, args, kwargs, specs):
-        """What the launch returns now: mutated arguments as themselves, new outputs as placeholders
-        (``holders``, filled by the kernel from the op's outputs at ``positions``)."""
-        schema = func._schema
-        flat = _flat(specs)
-        holders, positions = [], []
-        values = {a.name: (args[i] if i < len(args) else kwargs.get(a.name))
-                  for i, a in enumerate(schema.arguments)}
-        out = []
-        for i, spec in enumerate(flat):
-            ret = schema.returns[i] if schema.is_mutable and i < len(schema.returns) else None
-            owner = None if ret is None or ret.alias_info is None else next(
-                (a.name for a in schema.arguments if a.alias_info is not None
-                 and a.alias_info.before_set == ret.alias_info.before_set), None)
-            if owner is not None:
-                out.append(values[owner])
-            elif isinstance(spec, _Spec):
-                holders.append(_placeholder(spec))
-                positions.append(i)
-                out.append(holders[-1])
-            else:
-                out.append(spec)
-        if not isinstance(specs, (tuple, list)):
-            return out[0], holders, positions
-        return (tuple(out) if isinstance(specs, tuple) else out), holders, positions
-
     def __enter__(self) -> AsyncDevice:
         if self._worker is not None:
             raise RuntimeError("this emulated device is already open")
@@ -374,21 +268,3 @@ class AsyncDevice(SyncWatch):
             self._queue.put(None)
             self._worker.join()
             self._worker = None
-
-
-def _meta_tree(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return _to_meta(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_meta_tree(v) for v in value)
-    return value
-
-
-def _meta_kwargs(kwargs: dict) -> dict:
-    out = {k: _meta_tree(v) for k, v in kwargs.items()}
-    if out.get("device") is not None:
-        out["device"] = "meta"
-    if out.get("pin_memory"):
-        out["pin_memory"] = False
-    return out
-
