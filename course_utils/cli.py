@@ -37,18 +37,20 @@ def _start(args) -> int:
 
 
 def _check(args) -> int:
-    from course_utils.course.workspace import check_notebook
+    from course_utils.grader.learner_check import check_notebook
 
-    results = check_notebook(Path(args.path), timeout=args.timeout)
+    results = check_notebook(Path(args.path), timeout=args.timeout, seed=args.seed,
+                             memory_mb=args.memory)
     if not results:
-        print(f"{args.path}: no exercises found (no check() ran and the lesson has none)")
+        print(f"{args.path}: no exercises found (is it named NN_*.ipynb after its lesson?)")
         return 1
     for r in results:
         first = r.detail.splitlines()[0] if r.detail else ""
         print(f"{r.exercise_id:<22} {r.result:<12} {first}")
-    passed = sum(r.result == "pass" for r in results)
-    print(f"\n{passed} of {len(results)} exercises pass")
-    return 0 if passed == len(results) else 1
+    graded = [r for r in results if r.result != "not graded"]
+    passed = sum(r.result == "pass" for r in graded)
+    print(f"\n{passed} of {len(graded)} graded exercises pass")
+    return 0 if passed == len(graded) else 1
 
 
 def _progress(args) -> int:
@@ -131,9 +133,12 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("lesson", help="lesson number, e.g. 01")
     st.add_argument("--force", action="store_true", help="start over (keeps a backup)")
     st.set_defaults(fn=_start)
-    ck = sub.add_parser("check", help="run a notebook in a fresh kernel and grade its exercises")
+    ck = sub.add_parser("check", help="grade your notebook exactly as course grade would")
     ck.add_argument("path")
-    ck.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    ck.add_argument("--timeout", type=float, default=300,
+                    help="seconds for the whole notebook (a cell or an exercise: a quarter)")
+    ck.add_argument("--seed", type=int, default=None, help="draw the random cases from this seed")
+    ck.add_argument("--memory", type=int, default=4096, help="MB of address space (0: no limit)")
     ck.set_defaults(fn=_check)
     sub.add_parser("progress", help="show your progress").set_defaults(fn=_progress)
     be = sub.add_parser("build-exercises", help="generate exercises/ from solutions/")

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from course_utils import bank
-from course_utils.course.checking import CheckFailed, check, first_failure
+from course_utils.course.checking import CheckFailed, check, find_failure
 
 EXERCISES = [bank.get(i) for i in bank.ids()]
 MUTANTS = [(ex, name, fn) for ex in EXERCISES for name, fn in ex.mutants.items()]
@@ -14,7 +14,7 @@ MUTANTS = [(ex, name, fn) for ex in EXERCISES for name, fn in ex.mutants.items()
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda ex: ex.id)
 @pytest.mark.parametrize("seed", [0, 1, 2024])
 def test_every_reference_passes_its_own_cases(ex, seed):
-    assert first_failure(ex, ex.reference, seed) is None
+    assert find_failure(ex, ex.reference, seed) is None
 
 
 @pytest.mark.parametrize("ex, name, mutant", MUTANTS, ids=lambda v: v if isinstance(v, str) else "")

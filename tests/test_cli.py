@@ -10,7 +10,8 @@ import pytest
 
 from course_utils import cli
 from course_utils.core.errors import CourseError
-from course_utils.course.workspace import check_notebook, lesson_notebook, start
+from course_utils.course.workspace import lesson_notebook, start
+from course_utils.grader.learner_check import check_notebook
 from tests.conftest import ROOT
 
 
@@ -77,7 +78,7 @@ def test_check_grades_the_solution_as_all_pass_and_leaves_the_file_untouched(cou
 
 
 @pytest.mark.slow
-def test_check_reports_unsolved_failed_and_unchecked_exercises(course):
+def test_check_reports_unsolved_and_failed_exercises_whether_or_not_check_ran(course):
     path = start("01", root=course)
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:  # a wrong answer to batch_bytes; delete the read_report check
@@ -90,7 +91,7 @@ def test_check_reports_unsolved_failed_and_unchecked_exercises(course):
     assert results["01.choose_device"].result == "unsolved"
     assert results["01.batch_bytes"].result == "fail"
     assert "failed on case" in results["01.batch_bytes"].detail
-    assert results["01.read_report"].result == "not checked"
+    assert results["01.read_report"].result == "unsolved"  # graded by its function, as course grade does
 
 
 def run_cli(*args):

@@ -125,3 +125,40 @@ def test_do_the_details_and_the_report_say_what_happened(runs):
     assert "01.batch_bytes" in result.stdout and "seed 1" in result.stdout
     page = (folder / "gradebook.html").read_text()
     assert "data:image/png;base64," in page and "01_stubborn_loop.ipynb" in page
+
+
+CHECK_EVERY_FIXTURE = """
+import json, sys
+from pathlib import Path
+from course_utils.core.errors import CourseError
+from course_utils.grader.learner_check import check_notebook
+
+def verdicts(path):
+    try:
+        found = check_notebook(path, timeout=12, seed=1, memory_mb=2048)
+    except CourseError:
+        return path.name, "malformed"
+    return path.name, {v.exercise_id: v.result for v in found}
+
+print(json.dumps(dict(verdicts(Path(p)) for p in sys.argv[1:])))
+"""
+
+
+@pytest.mark.slow
+def test_does_course_check_give_every_fixture_the_verdicts_course_grade_gives(runs, tmp_path):
+    folder, _, _ = runs[0]  # graded with --seed 1 --timeout 12 and the default memory limit
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    paths = sorted(str(p) for p in CLASS.glob("*.ipynb"))
+    halves = [subprocess.Popen([sys.executable, "-c", CHECK_EVERY_FIXTURE, *paths[i::2]], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    checked = {}
+    for proc in halves:  # two processes, like --jobs 2: one process's sandbox reaps only its own
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        checked.update(json.loads(out.strip().splitlines()[-1]))
+    as_graded = {"unsolved": E}  # course check names a stub's error verdict "unsolved"
+    for name, graded in table(folder / "gradebook.csv").items():
+        got = checked[name]
+        got = (X,) * len(IDS) if got == "malformed" else tuple(as_graded.get(got[i], got[i]) for i in IDS)
+        assert got == graded, name
+    assert ours(str(tmp_path)) + ours(MARKER) == []

@@ -1,6 +1,5 @@
 """Does check() pass, fail, explain and record exactly as lesson 00 promises?"""
 
-import json
 
 import pytest
 
@@ -74,11 +73,18 @@ def test_hints_climb_the_ladder_and_stop_at_the_last(capsys):
     assert lines[-1].endswith(lesson01.EXERCISES[2].hints[-1]) and "(last hint)" in lines[-1]
 
 
-def test_check_writes_its_result_to_the_log_course_check_reads(tmp_path, monkeypatch):
-    log = tmp_path / "log.jsonl"
-    monkeypatch.setenv("MPS_DETECTIVE_CHECK_LOG", str(log))
-    check("01.batch_bytes", lesson01.batch_bytes)
-    with pytest.raises(CheckFailed):
-        check("01.batch_bytes", lambda s, d: 1)
-    entries = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [e["result"] for e in entries] == ["pass", "fail"]
+def test_an_unsolved_stub_shows_one_line_and_no_course_frames():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    shell = InteractiveShell.instance()
+    source = ("from course_utils import check\n"
+              "def batch_bytes(shape, dtype):\n    raise NotImplementedError('your answer here')\n"
+              "check('01.batch_bytes', batch_bytes)")
+    with capture_output() as shown:
+        result = shell.run_cell(source, store_history=False)
+    text = (shown.stdout + shown.stderr).strip()
+    assert isinstance(result.error_in_exec, NotImplementedError)
+    assert text == ("01.batch_bytes is not solved yet: replace the NotImplementedError in its cell "
+                    "with your answer, then run this check again."), text
+    assert "course_utils" not in text and "Traceback" not in text

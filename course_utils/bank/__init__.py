@@ -65,8 +65,11 @@ def ids() -> list[str]:
 
 
 def for_lesson(lesson: str) -> list[Exercise]:
-    """The exercises of one lesson ("01"), in declaration order."""
-    return [ex for ex in REGISTRY.items() if ex.lesson == lesson]
+    """The exercises of one lesson ("01"), in declaration order, importing only that lesson."""
+    name = f"lesson{str(lesson).zfill(2)}"
+    if name not in LESSONS:
+        return []
+    return [ex for module in _modules(name) for ex in _declared(module)]
 
 
 def _quizzes() -> dict[str, Quiz]:

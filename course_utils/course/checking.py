@@ -7,16 +7,15 @@ case, the expected and the got value and the first hint. It never prints a failu
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 from collections.abc import Callable
 
 from course_utils.core import progress
-from course_utils.core.compare import describe, mismatch
+from course_utils.core.compare import describe
 from course_utils.core.exercise import Case, Exercise, Outcome, run
+from course_utils.core.judging import Failure, default_judge, first_failure
 
-CHECK_LOG_ENV = "MPS_DETECTIVE_CHECK_LOG"  # set by `course check`: one JSON line per check()
+__all__ = ["CheckFailed", "NotSolved", "check", "default_judge", "find_failure", "hint"]
 
 
 class CheckFailed(AssertionError):
@@ -54,49 +53,27 @@ def get_exercise(exercise_id: str) -> Exercise:
     return bank.get(exercise_id)
 
 
-def default_judge(exercise: Exercise) -> Callable[[Outcome, Outcome, Case], str | None]:
-    """Values must match within tolerance; an expected error must be raised with the same type."""
+class NotSolved(NotImplementedError):
+    """The answer is still the exercise's stub: one line, no traceback (the first thing every
+    learner sees)."""
 
-    def judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
-        if expected.error is not None:
-            if got.error is None:
-                return f"expected {type(expected.error).__name__} to be raised, nothing was"
-            if not isinstance(got.error, type(expected.error)):
-                return f"raised {type(got.error).__name__}, expected {type(expected.error).__name__}"
-            return None
-        if got.error is not None:
-            return f"raised {type(got.error).__name__}: {got.error}"
-        return mismatch(expected.value, got.value, exercise.atol, exercise.rtol)
+    def __init__(self, exercise_id: str):
+        super().__init__(f"{exercise_id} is not solved yet: replace the NotImplementedError in its "
+                         "cell with your answer, then run this check again.")
 
-    return judge
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
 
 
 def _shown(outcome: Outcome) -> str:
     return describe(outcome.error if outcome.error is not None else outcome.value)
 
 
-def first_failure(exercise: Exercise, answer: Callable, seed: int):
-    """Run every case; return (case, expected, got, problem) for the first failure, or None."""
-    judge = exercise.judge or default_judge(exercise)
-    for case in exercise.cases(seed):
-        expected = run(exercise.reference, case)
-        got = run(answer, case)
-        if isinstance(got.error, NotImplementedError) and expected.error is None:
-            raise NotImplementedError(
-                f"{exercise.id} is not solved yet: replace the NotImplementedError in your "
-                "function with your answer, then run this check again."
-            ) from got.error
-        problem = judge(expected, got, case)
-        if problem:
-            return case, expected, got, problem
-    return None
-
-
-def _log(exercise_id: str, result: str, detail: str = "") -> None:
-    target = os.environ.get(CHECK_LOG_ENV)
-    if target:
-        with open(target, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"id": exercise_id, "result": result, "detail": detail}) + "\n")
+def find_failure(exercise: Exercise, answer: Callable, seed: int) -> Failure | None:
+    """Run every case (reference, then answer, case by case); the first failure, or None."""
+    cases = exercise.cases(seed)
+    return first_failure(exercise, cases, (run(exercise.reference, c) for c in cases),
+                         (run(answer, c) for c in cases))
 
 
 def check(exercise_id: str, answer: Callable, *, seed: int | None = None) -> None:
@@ -106,23 +83,18 @@ def check(exercise_id: str, answer: Callable, *, seed: int | None = None) -> Non
         raise TypeError(f"check('{exercise_id}', answer): answer must be your function, "
                         f"got {type(answer).__name__}")
     seed = secrets.randbits(32) if seed is None else seed
-    try:
-        failure = first_failure(exercise, answer, seed)
-    except NotImplementedError:
-        _log(exercise_id, "unsolved")
-        raise
+    failure = find_failure(exercise, answer, seed)
+    if failure is not None and failure.unsolved:
+        raise NotSolved(exercise_id) from None
     if failure is None:
         progress.record_attempt(exercise_id, passed=True)
-        _log(exercise_id, "pass")
         n_fixed = len(exercise.fixed())
         n_random = exercise.n_random if exercise.random else 0
         print(f"✔ {exercise_id} passed: {n_fixed} fixed + {n_random} random cases.")
         return
-    case, expected, got, problem = failure
     progress.record_attempt(exercise_id, passed=False)
-    err = CheckFailed(exercise, case, _shown(expected), _shown(got), problem, seed)
-    _log(exercise_id, "fail", str(err))
-    raise err
+    raise CheckFailed(exercise, failure.case, _shown(failure.expected), _shown(failure.got),
+                      failure.problem, seed)
 
 
 def hint(exercise_id: str) -> None:

@@ -1,4 +1,5 @@
-"""The learner's side of the command line: ``course start NN`` and ``course check PATH``.
+"""The learner's workspace: ``course start NN`` copies a lesson's exercises there (``course check``
+lives in ``course_utils.grader.learner_check``).
 
 A learner works on a copy in ``workspace/`` (git-ignored) so that regenerating exercises or
 pulling the course never touches their work; ``--force`` keeps a timestamped backup first.
@@ -7,14 +8,10 @@ pulling the course never touches their work; ``--force`` keeps a timestamped bac
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import course_utils
 from course_utils.core.errors import CourseError, course_root
 
 
@@ -68,37 +65,3 @@ def read_notebook(path: Path):
     except nbformat.ValidationError as err:
         raise CourseError(f"{path}: malformed notebook ({err.message})") from None
     return nb
-
-
-@dataclass(frozen=True)
-class Result:
-    """One exercise's outcome in a checked notebook."""
-
-    exercise_id: str
-    result: str  # pass, fail, unsolved, not checked
-    detail: str = ""
-
-
-def _expected_ids(path: Path) -> list[str]:
-    from course_utils import bank
-
-    return [ex.id for ex in bank.for_lesson(path.name[:2])]
-
-
-def check_notebook(path: Path, timeout: int = 300) -> list[Result]:
-    """Run a learner's notebook in a fresh kernel (their file is not modified) and collect checks."""
-    from course_utils.course.execute import client
-
-    nb = read_notebook(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "checks.jsonl"
-        os.environ[course_utils.course.checking.CHECK_LOG_ENV] = str(log)
-        try:
-            client(nb, path, timeout, allow_errors=True).execute()
-        finally:
-            os.environ.pop(course_utils.course.checking.CHECK_LOG_ENV, None)
-        entries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    last = {e["id"]: e for e in entries}  # the last check() of each exercise counts
-    ids = list(dict.fromkeys([*_expected_ids(path), *last]))
-    return [Result(i, last[i]["result"], last[i]["detail"]) if i in last else
-            Result(i, "not checked") for i in ids]

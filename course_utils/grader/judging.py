@@ -22,6 +22,7 @@ import torch
 
 from course_utils.core.compare import describe
 from course_utils.core.exercise import Case, Exercise, Outcome, run
+from course_utils.core.judging import Failure, UnreadableValue, case_problem, first_failure, judge_of
 from course_utils.grader import wire
 from course_utils.grader.sandbox import RunStatus
 
@@ -54,9 +55,7 @@ class Prepared:
 
     @property
     def judge(self):
-        from course_utils.course.checking import default_judge
-
-        return self.exercise.judge or default_judge(self.exercise)
+        return judge_of(self.exercise)
 
     @property
     def answer_name(self) -> str:
@@ -65,16 +64,11 @@ class Prepared:
 
 
 def lesson_exercises(lesson: str) -> list[Exercise]:
-    """The lesson's exercises, importing only its own bank module (another lesson's cannot break us)."""
-    import importlib
+    """The lesson's exercises, importing only its own part of the bank (another lesson's cannot
+    break us)."""
+    from course_utils import bank
 
-    try:
-        module = importlib.import_module(f"course_utils.bank.lesson{lesson}")
-    except ModuleNotFoundError as err:
-        if err.name != f"course_utils.bank.lesson{lesson}":
-            raise
-        return []
-    return list(module.EXERCISES)
+    return bank.for_lesson(lesson)
 
 
 def _encoded(outcome: Outcome) -> dict:
@@ -155,10 +149,7 @@ def _received(raw: Any) -> Outcome | wire.WireError:
 def _rejected(judge, expected: Outcome, got: Any, case: Case) -> bool:
     if isinstance(got, wire.WireError):
         return True  # the grader would give an error verdict
-    try:
-        return bool(judge(expected, got, case))
-    except Exception:  # noqa: BLE001
-        return True
+    return case_problem(judge, expected, got, case) is not None
 
 
 def batch_problem(prep: Prepared) -> str | None:
@@ -226,26 +217,26 @@ def _decode(raw: Any) -> Outcome:
     return Outcome(value=wire.decode(raw.get("value")))
 
 
-def _judge_case(prep: Prepared, index: int, raw: Any) -> Verdict | None:
-    case, expected = prep.cases[index], prep.expected[index]
+def _received_outcome(raw: Any) -> Outcome:
+    """A returned value as the judge sees it; one that cannot be read stands as an error."""
     try:
-        got = _decode(raw)
+        return _decode(raw)
     except (wire.WireError, RecursionError) as err:
-        return Verdict("error", f"the value returned for case '{case.label}' could not be read ({err})",
-                       case=case.label, reason="unreadable return value")
-    try:
-        problem = prep.judge(expected, got, case)
-    except Exception as err:  # noqa: BLE001 - a strange value must fail the case, not the run
-        problem = f"the answer could not be judged ({type(err).__name__}: {err})"
-    if not problem:
-        return None
+        return Outcome(error=UnreadableValue(str(err)))
+
+
+def _failure_verdict(failure: Failure) -> Verdict:
+    case, expected, got = failure.case, failure.expected, failure.got
+    if isinstance(got.error, UnreadableValue):
+        return Verdict("error", f"the value returned for case '{case.label}' could not be read "
+                       f"({got.error})", case=case.label, reason="unreadable return value")
     shown = {"case": case.label, "expected": _shown(expected), "got": _shown(got)}
     if got.error is not None and expected.error is None:
         kind = type(got.error).__name__
-        if isinstance(got.error, NotImplementedError):
+        if failure.unsolved:
             return Verdict("error", f"not solved yet: {kind}: {got.error}", reason="not solved", **shown)
         return Verdict("error", f"{kind}: {got.error}", reason=f"raises {kind}", **shown)
-    return Verdict("fail", problem, reason=f"wrong on '{case.label}'", **shown)
+    return Verdict("fail", failure.problem, reason=f"wrong on '{case.label}'", **shown)
 
 
 def _no_record(status: RunStatus) -> Verdict:
@@ -275,10 +266,10 @@ def verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeout
     outcomes = record.get("outcomes")
     if state != "ran" or not isinstance(outcomes, list) or len(outcomes) > len(prep.cases):
         return Verdict("error", "the submission's result is unreadable", reason="unreadable result")
-    for index, raw in enumerate(outcomes):
-        problem = _judge_case(prep, index, raw)
-        if problem is not None:
-            return problem
+    failure = first_failure(prep.exercise, prep.cases, prep.expected,
+                            (_received_outcome(raw) for raw in outcomes))
+    if failure is not None:
+        return _failure_verdict(failure)
     stopped = record.get("timeout_at")
     if stopped is not None and len(outcomes) < len(prep.cases):
         label = prep.cases[len(outcomes)].label

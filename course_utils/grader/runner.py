@@ -8,7 +8,8 @@ submission's code runs it
   so the course's reference answers are out of reach of ``import`` and ``open``;
 - replaces ``check`` and ``hint`` with no-ops: a notebook's own checks neither run nor print.
 
-It executes the notebook's code cells one by one (an error or a runaway cell is recorded and the
+It executes the notebook's code cells one by one in a real IPython shell (the same meaning as in
+JupyterLab: magics, ``display``; an error or a runaway cell is recorded and the
 next cell still runs), finds each exercise's function (the name passed to ``check("ID", name)``,
 else the reference's name), calls it on the inputs the grader drew, and writes one JSON line per
 exercise with the encoded return values or exceptions. It never sees an expected value: the grader
@@ -75,18 +76,25 @@ def neutralise_checks() -> None:
         module.hint = _inert
 
 
-class _Stub:
-    """``get_ipython()`` for cells written with magics: shell escapes and magics do nothing."""
+def make_shell(namespace: dict):
+    """A real IPython shell over ``namespace``, without a kernel: magics, ``!`` lines, ``display``
+    and tracebacks behave as in Jupyter, so a notebook means the same here as in JupyterLab.
 
-    def __init__(self, namespace: dict):
-        self.namespace = namespace
+    History is off (nothing written to disk) and a GUI event loop is never started
+    (``%matplotlib inline`` selects a backend and returns).
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
-    def run_cell_magic(self, name: str, line: str, cell: str) -> None:
-        if name in ("time", "capture"):  # magics that only wrap the cell: still run its code
-            exec(compile(cell, "<cell magic>", "exec"), self.namespace)
+    class GradingShell(InteractiveShell):
+        def enable_gui(self, gui=None):  # no event loop in a headless run
+            return None
 
-    def __getattr__(self, name: str):
-        return _inert
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "nocolor"
+    GradingShell.clear_instance()
+    return GradingShell.instance(config=config, user_ns=namespace)
 
 
 def python_source(source: str) -> str:
@@ -140,16 +148,19 @@ def _error(err: BaseException) -> dict:
 
 
 def run_cells(sources: list[str], namespace: dict, step: float) -> list[dict]:
-    """Execute each cell; return one record per cell that raised or overran."""
+    """Execute each cell in an IPython shell; return one record per cell that raised or overran."""
+    shell = make_shell(namespace)
     problems = []
     for number, source in enumerate(sources, start=1):
         try:
-            code = compile(python_source(source), f"<code cell {number}>", "exec")
             with time_limit(step):
-                exec(code, namespace)
-        except StepTimeout:
+                result = shell.run_cell(source, store_history=False)
+            err = result.error_before_exec or result.error_in_exec
+        except BaseException as caught:  # noqa: BLE001 - a timeout raised between two statements
+            err = caught
+        if isinstance(err, StepTimeout):
             problems.append({"cell": number, "timeout": True})
-        except BaseException as err:  # noqa: BLE001 - SystemExit and friends included
+        elif err is not None:
             problems.append({"cell": number, "error": _error(err)})
     return problems
 
@@ -286,8 +297,7 @@ def main(workdir: str) -> None:
     if sys.stdin.buffer.read(2) != b"go":  # the supervisor has not recorded our pid: do nothing
         os._exit(71)
     sources, step = plan["cells"], plan["step_timeout"]
-    namespace: dict = {"__name__": "__main__", "display": _inert}
-    namespace["get_ipython"] = lambda: _Stub(namespace)
+    namespace: dict = {"__name__": "__main__"}
     problems = run_cells(sources, namespace, step)
     results.write(json.dumps({"event": "cells", "problems": problems}) + "\n")
     answers = answer_names(sources)
