@@ -23,8 +23,8 @@ from torch import nn
 
 from course_utils import cli
 from course_utils.core.exercise import Case, Exercise
-from course_utils.grader import judging, report, runner, wire
 from course_utils.core.files import write_atomically
+from course_utils.grader import judging, report, runner, wire
 from course_utils.grader.gradebook import Row, csv_text, json_text
 from course_utils.grader.judging import Prepared, Verdict
 from course_utils.grader.sandbox import RunStatus, pickle_cases
@@ -285,7 +285,8 @@ def patch_code():
 for attempt in (lambda: importlib.import_module("course_utils.bank"),
                 lambda: __import__("course_utils.bank.lesson01"),
                 lambda: open(course_paths()[1][0] + "/lesson01.py").read(),
-                lambda: __import__("course_utils.course.checking").course.checking.get_exercise("01.batch_bytes"),
+                lambda: __import__("course_utils.course.checking").course.checking.get_exercise(
+                    "01.batch_bytes"),
                 lambda: __import__("gc").get_objects(), patch_code):
     try:
         attempt()
