@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from course_utils.toolkit.emulate.meta_specs import flat, launch_results, out_variant, output_specs
-from course_utils.toolkit.syncpoints import SyncWatch, active_watches, note_sync
+from course_utils.toolkit.sync_watch import SyncWatch, active_watches, note_sync
 
 _METADATA_MUTATORS = frozenset({"set_", "resize_", "resize_as_", "_resize_output_", "detach_"})
 
