@@ -3,13 +3,12 @@
 
 import pytest
 
-from course_utils import CheckFailed, check, hint
-from course_utils.bank import lesson01
+from course_utils import CheckFailed, bank, check, hint
 from course_utils.core import progress
 
 
 def test_a_correct_answer_prints_one_pass_line_and_records_progress(capsys):
-    check("01.batch_bytes", lesson01.batch_bytes)
+    check("01.batch_bytes", bank.get("01.batch_bytes").reference)
     out = capsys.readouterr().out
     assert out == "✔ 01.batch_bytes passed: 6 fixed + 20 random cases.\n"
     assert progress.load()["exercises"]["01.batch_bytes"]["passed"] is True
@@ -24,8 +23,21 @@ def test_a_wrong_answer_raises_with_case_expected_got_and_first_hint():
     text = str(err)
     assert "expected: 12582912" in text and "got:      0" in text and "hint:" in text
     assert "seed=3" in text
-    assert progress.load()["exercises"]["01.batch_bytes"] == {"attempts": 1, "passed": False,
-                                                               "last": "fail"}
+    entry = progress.load()["exercises"]["01.batch_bytes"]
+    assert (entry["attempts"], entry["passed"], entry["last"]) == (1, False, "fail")
+
+
+def test_the_same_code_checked_again_is_not_a_new_attempt_but_new_code_is():
+    def wrong(shape, dtype):
+        return 0
+
+    def also_wrong(shape, dtype):
+        return 1
+
+    for answer in (wrong, wrong, also_wrong, wrong):
+        with pytest.raises(CheckFailed):
+            check("01.batch_bytes", answer, seed=3)
+    assert progress.load()["exercises"]["01.batch_bytes"]["attempts"] == 2
 
 
 def test_a_failure_renders_without_a_stack_trace_in_ipython():
@@ -46,7 +58,7 @@ def test_an_unsolved_stub_raises_not_implemented_with_the_exercise_id():
 
 def test_a_mistyped_id_suggests_the_close_ones():
     with pytest.raises(KeyError, match="Did you mean 01.batch_bytes"):
-        check("01.batch_byte", lesson01.batch_bytes)
+        check("01.batch_byte", bank.get("01.batch_bytes").reference)
 
 
 def test_passing_a_value_instead_of_a_function_is_a_clear_type_error():
@@ -64,14 +76,29 @@ def test_an_answer_that_mutates_its_input_cannot_corrupt_the_reference():
         check("00.count_params", greedy, seed=1)
 
 
-def test_hints_climb_the_ladder_and_stop_at_the_last(capsys):
-    for _ in range(4):
-        hint("01.batch_bytes")
+def test_hints_climb_one_rung_per_new_cell_and_stop_at_the_last(capsys):
+    hint("01.batch_bytes")
+    hint("01.batch_bytes")
+    hint("01.batch_bytes")
+    hint("01.batch_bytes")
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" for")[0] for line in lines] == ["Hint 1/3", "Hint 2/3", "Hint 3/3",
                                                          "Hint 3/3"]
-    assert lines[-1].endswith(lesson01.EXERCISES[2].hints[-1]) and "(last hint)" in lines[-1]
+    assert lines[-1].endswith(bank.get("01.batch_bytes").hints[-1]) and "(last hint)" in lines[-1]
 
+
+def test_the_same_cell_asking_again_sees_the_same_hint(capsys):
+    for _ in range(3):  # one call site, as a cell re-run by Run All
+        hint("01.batch_bytes")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" for")[0] for line in lines] == ["Hint 1/3"] * 3
+
+
+def test_the_first_hint_after_a_failure_is_the_next_one(capsys):
+    with pytest.raises(CheckFailed):
+        check("01.batch_bytes", lambda shape, dtype: 0, seed=3)  # prints hint 1
+    hint("01.batch_bytes")
+    assert capsys.readouterr().out.startswith("Hint 2/3")
 
 def test_an_unsolved_stub_shows_one_line_and_no_course_frames():
     from IPython.core.interactiveshell import InteractiveShell

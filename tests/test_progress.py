@@ -40,7 +40,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(progress_home, monk
     with pytest.raises(OSError):
         progress.record_attempt("01.y", passed=True)
     assert (progress_home / "progress.json").read_text() == before
-    assert [p.name for p in progress_home.iterdir()] == ["progress.json"]
+    assert sorted(p.name for p in progress_home.iterdir()) == ["progress.json", "progress.json.lock"]
 
 
 def test_quiz_best_score_decides_completion():
@@ -66,3 +66,52 @@ def test_the_file_is_plain_sorted_json(progress_home):
     progress.record_hint("01.x", 2)
     data = json.loads((progress_home / "progress.json").read_text())
     assert data["hints"] == {"01.x": 2} and data["version"] == 1
+
+
+@pytest.mark.slow
+def test_run_all_twice_on_lesson_00_leaves_attempts_and_hints_unchanged(progress_home):
+    import nbformat
+
+    from course_utils.course.execute import client
+    from tests.conftest import ROOT
+
+    path = ROOT / "notebooks" / "00_start_here.ipynb"
+
+    def run_all() -> dict:
+        nb = nbformat.read(path, as_version=4)
+        client(nb, path, timeout=180, allow_errors=True).execute()  # allow_errors: its demo failure
+        data = progress.load()
+        return {"attempts": {k: e["attempts"] for k, e in data["exercises"].items()},
+                "hints": data["hints"]}
+
+    first = run_all()
+    assert first["attempts"] or first["hints"], "lesson 00 checks and asks for hints"
+    assert run_all() == first
+
+
+def test_course_progress_rows_show_drill_cards_and_rounds(progress_home):
+    from course_utils.drills import record_answer
+
+    record_answer("gradients.missing_zero_grad", correct=True)
+    with progress.update() as data:
+        data["drill_sessions"] = {"best": 0.5, "sessions": [{"score": 0.5}],
+                                  "categories": {"losses": {"right": 1, "answered": 4}}}
+    rows = {r[0]: r for r in progress.rows()}
+    assert rows["drill cards"][1] == "1/1 right"
+    assert rows["drill rounds"][1:3] == ("best 50%", "1")
+    assert rows["  drills: losses"][1] == "25% right"
+
+
+def test_two_writers_at_once_lose_nothing(progress_home):
+    import threading
+
+    def many(prefix: str) -> None:
+        for i in range(25):
+            progress.record_attempt(f"{prefix}.{i}", passed=True)
+
+    threads = [threading.Thread(target=many, args=(p,)) for p in ("01", "02")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(progress.load()["exercises"]) == 50

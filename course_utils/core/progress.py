@@ -11,7 +11,16 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import fcntl
+    msvcrt = None
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
+    import msvcrt
 
 from course_utils.core.files import write_atomically
 
@@ -59,31 +68,82 @@ def load() -> dict:
 
 
 def save(data: dict) -> None:
-    """Write progress atomically: a temporary file in the same folder, then one rename."""
+    """Write progress atomically: a temporary file in the same folder, then one rename.
+
+    Writers should use ``update()``, which also holds the lock; ``save`` alone is for a caller
+    that already holds it."""
     write_atomically(path(), json.dumps(data, indent=2, sort_keys=True))
+
+
+@contextmanager
+def _locked():
+    """An exclusive lock beside the progress file (kernels, widgets and the CLI may write at once)."""
+    target = path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.with_name(FILE_NAME + ".lock"), "a+b") as fh:
+        if fcntl is not None:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        elif msvcrt is not None:  # pragma: no cover - Windows
+            fh.seek(0)
+            msvcrt.locking(fh.fileno(), msvcrt.LK_LOCK, 1)
+        yield  # the lock goes with the file handle
+
+
+@contextmanager
+def update() -> Iterator[dict]:
+    """The one way to change progress: load, let the caller change the dict, save, all under the
+    lock, so two writers never lose each other's changes."""
+    with _locked():
+        data = load()
+        yield data
+        save(data)
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def record_attempt(exercise_id: str, passed: bool) -> None:
-    """Count one ``check()`` of an exercise; the first pass is kept with its time."""
-    data = load()
-    entry = data["exercises"].setdefault(exercise_id, {"attempts": 0, "passed": False})
-    entry["attempts"] += 1
-    entry["last"] = "pass" if passed else "fail"
-    if passed and not entry["passed"]:
-        entry["passed"] = True
-        entry["first_passed"] = _now()
-    save(data)
+MAX_REMEMBERED_ANSWERS = 100
+
+
+def record_attempt(exercise_id: str, passed: bool, answer_key: str | None = None) -> None:
+    """Count one ``check()`` of a new answer; the first pass is kept with its time.
+
+    ``answer_key`` fingerprints the answer's code: checking the same code again (Run All, a
+    re-run cell) updates the last result but is not a new attempt.
+    """
+    with update() as data:
+        entry = data["exercises"].setdefault(exercise_id, {"attempts": 0, "passed": False})
+        seen = entry.setdefault("answers", [])
+        if answer_key is None or answer_key not in seen:
+            entry["attempts"] += 1
+            if answer_key is not None:
+                seen.append(answer_key)
+                del seen[:-MAX_REMEMBERED_ANSWERS]
+        entry["last"] = "pass" if passed else "fail"
+        if passed and not entry["passed"]:
+            entry["passed"] = True
+            entry["first_passed"] = _now()
+
+
+def next_hint(exercise_id: str, site: str | None, available: int, floor: int = 0) -> int:
+    """The hint level to show, climbing one rung per new place that asks (``site``: the calling
+    cell and line). The same cell asking again (Run All) sees the level it saw before."""
+    with update() as data:
+        sites = data.setdefault("hint_sites", {}).setdefault(exercise_id, {})
+        if site is not None and site in sites:
+            return min(sites[site], available)
+        level = min(max(data["hints"].get(exercise_id, 0), floor) + 1, available)
+        data["hints"][exercise_id] = max(level, data["hints"].get(exercise_id, 0))
+        if site is not None:
+            sites[site] = level
+        return level
 
 
 def record_hint(exercise_id: str, level: int) -> None:
-    """Remember how far up the hint ladder a learner has climbed."""
-    data = load()
-    data["hints"][exercise_id] = max(level, data["hints"].get(exercise_id, 0))
-    save(data)
+    """Remember that hints up to ``level`` were shown (a failed check shows the first)."""
+    with update() as data:
+        data["hints"][exercise_id] = max(level, data["hints"].get(exercise_id, 0))
 
 
 def hint_level(exercise_id: str) -> int:
@@ -93,13 +153,12 @@ def hint_level(exercise_id: str) -> int:
 
 def record_quiz(lesson: str, score: float) -> None:
     """Store a mastery-quiz score (0..1); the best one decides whether the lesson is complete."""
-    data = load()
-    entry = data["quizzes"].setdefault(lesson, {"best": 0.0, "attempts": 0})
-    entry["attempts"] += 1
-    entry["last"] = round(score, 4)
-    entry["best"] = round(max(entry["best"], score), 4)
-    entry["complete"] = entry["best"] >= PASS_MARK
-    save(data)
+    with update() as data:
+        entry = data["quizzes"].setdefault(lesson, {"best": 0.0, "attempts": 0})
+        entry["attempts"] += 1
+        entry["last"] = round(score, 4)
+        entry["best"] = round(max(entry["best"], score), 4)
+        entry["complete"] = entry["best"] >= PASS_MARK
 
 
 def rows() -> list[tuple[str, str, str, str]]:
@@ -112,6 +171,26 @@ def rows() -> list[tuple[str, str, str, str]]:
     for lesson, q in sorted(data["quizzes"].items()):
         status = "complete" if q.get("complete") else "quiz below 75%"
         out.append((f"quiz {lesson}", status, str(q["attempts"]), f"best {q['best']:.0%}"))
+    return out + _drill_rows(data)
+
+
+def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
+    """Spot-the-bug cards answered (lesson 07) and timed drill rounds (lesson 08, ``course drill``),
+    accuracy per category over all rounds."""
+    out = []
+    cards = data.get("drills")
+    if isinstance(cards, dict) and cards:
+        right = sum(1 for e in cards.values() if isinstance(e, dict) and e.get("right"))
+        out.append(("drill cards", f"{right}/{len(cards)} right", str(sum(
+            e.get("attempts", 0) for e in cards.values() if isinstance(e, dict))), "lesson 07"))
+    rounds = data.get("drill_sessions")
+    if isinstance(rounds, dict) and rounds.get("sessions"):
+        out.append(("drill rounds", f"best {rounds.get('best', 0):.0%}", str(len(rounds["sessions"])),
+                    "timed (lesson 08 / course drill)"))
+        for name, c in sorted(rounds.get("categories", {}).items()):
+            if c.get("answered"):
+                out.append((f"  drills: {name}", f"{c['right'] / c['answered']:.0%} right",
+                            str(c["answered"]), ""))
     return out
 
 

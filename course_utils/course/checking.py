@@ -7,7 +7,10 @@ case, the expected and the got value and the first hint. It never prints a failu
 
 from __future__ import annotations
 
+import hashlib
+import os
 import secrets
+import sys
 from collections.abc import Callable
 
 from course_utils.core import progress
@@ -86,15 +89,43 @@ def check(exercise_id: str, answer: Callable, *, seed: int | None = None) -> Non
     failure = find_failure(exercise, answer, seed)
     if failure is not None and failure.unsolved:
         raise NotSolved(exercise_id) from None
+    key = answer_key(answer)
     if failure is None:
-        progress.record_attempt(exercise_id, passed=True)
+        progress.record_attempt(exercise_id, passed=True, answer_key=key)
         n_fixed = len(exercise.fixed())
         n_random = exercise.n_random if exercise.random else 0
         print(f"✔ {exercise_id} passed: {n_fixed} fixed + {n_random} random cases.")
         return
-    progress.record_attempt(exercise_id, passed=False)
+    progress.record_attempt(exercise_id, passed=False, answer_key=key)
+    if exercise.hints:
+        progress.record_hint(exercise_id, 1)  # the failure shows the first hint
     raise CheckFailed(exercise, failure.case, _shown(failure.expected), _shown(failure.got),
                       failure.problem, seed)
+
+
+def _code_bytes(code) -> bytes:
+    """A code object's bytecode, constants (nested code objects recursively, never their
+    addresses or file names) and names."""
+    consts = [_code_bytes(c) if hasattr(c, "co_code") else repr(c).encode() for c in code.co_consts]
+    return b"\0".join([code.co_code, *consts, repr(code.co_names).encode()])
+
+
+def answer_key(answer: Callable) -> str:
+    """A fingerprint of the answer's code, stable across kernels: the same code checked again
+    (Run All, a re-run cell) is not a new attempt."""
+    code = getattr(answer, "__code__", None)
+    if code is None:
+        return f"{type(answer).__module__}.{type(answer).__qualname__}"
+    return hashlib.sha256(_code_bytes(code)).hexdigest()[:16]
+
+
+def _call_site() -> str | None:
+    """Where ``hint()`` was called: the cell (IPython names a cell's file after a hash of its
+    source, so the same cell run again is the same site) and the line."""
+    frame = sys._getframe(2)
+    if frame is None:
+        return None
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 def hint(exercise_id: str) -> None:
@@ -103,8 +134,6 @@ def hint(exercise_id: str) -> None:
     if not exercise.hints:
         print(f"{exercise_id} has no hints.")
         return
-    shown = progress.hint_level(exercise_id)
-    level = min(shown + 1, len(exercise.hints))
-    progress.record_hint(exercise_id, level)
+    level = progress.next_hint(exercise_id, _call_site(), len(exercise.hints))
     tail = "" if level < len(exercise.hints) else " (last hint)"
     print(f"Hint {level}/{len(exercise.hints)} for {exercise_id}{tail}: {exercise.hints[level - 1]}")

@@ -41,19 +41,18 @@ def record_session(results: list[Result], seed: int, category: str | None = None
              "category": category, "seconds_per_drill": seconds, "count": len(results),
              "right": sum(r.right for r in results), "points": points,
              "score": round(points / len(results), 4), "drills": [asdict(r) for r in results]}
-    data = progress.load()
-    hist = data.get(KEY)
-    if not isinstance(hist, dict):
-        hist = data[KEY] = _empty_history()
-    hist.setdefault("sessions", []).append(entry)
-    hist["sessions"] = hist["sessions"][-MAX_SESSIONS:]
-    hist["best"] = round(max(hist.get("best", 0.0), entry["score"]), 4)
-    totals = hist.setdefault("categories", {})
-    for name, counts in per_category(results).items():
-        total = totals.setdefault(name, {"right": 0, "answered": 0})
-        total["right"] += counts["right"]
-        total["answered"] += counts["answered"]
-    progress.save(data)
+    with progress.update() as data:
+        hist = data.get(KEY)
+        if not isinstance(hist, dict):
+            hist = data[KEY] = _empty_history()
+        hist.setdefault("sessions", []).append(entry)
+        hist["sessions"] = hist["sessions"][-MAX_SESSIONS:]
+        hist["best"] = round(max(hist.get("best", 0.0), entry["score"]), 4)
+        totals = hist.setdefault("categories", {})
+        for name, counts in per_category(results).items():
+            total = totals.setdefault(name, {"right": 0, "answered": 0})
+            total["right"] += counts["right"]
+            total["answered"] += counts["answered"]
     return entry
 
 
