@@ -18,8 +18,29 @@ def _doctor(args) -> int:
     return doctor.main()
 
 
+NEWS_SETTING = ("@jupyterlab/apputils-extension:notification", "fetchNews")
+
+
+def quiet_news(prefix: Path = Path(sys.prefix)) -> Path:
+    """Answer JupyterLab's "receive official Jupyter news?" prompt with no, in this environment's
+    settings overrides (kept: any other override already there)."""
+    import json
+
+    path = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    try:
+        overrides = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        overrides = {}
+    plugin, key = NEWS_SETTING
+    overrides.setdefault(plugin, {})[key] = "false"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(overrides, indent=2), encoding="utf-8")
+    return path
+
+
 def _lab(args) -> int:
     root = course_root()
+    quiet_news()
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
            "notebooks/00_start_here.ipynb", *args.jupyter_args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:

@@ -128,3 +128,14 @@ def test_build_exercises_check_fails_on_a_stale_copy(course, monkeypatch, capsys
     assert "out of date" in capsys.readouterr().out
     assert cli.main(["build-exercises"]) == 0
     assert cli.main(["build-exercises", "--check"]) == 0
+
+
+def test_course_lab_turns_the_news_prompt_off_and_keeps_other_overrides(tmp_path):
+    from course_utils.cli import NEWS_SETTING, quiet_news
+
+    settings = tmp_path / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True)
+    (settings / "overrides.json").write_text('{"@jupyterlab/x:y": {"a": 1}}')
+    written = json.loads(quiet_news(tmp_path).read_text())
+    assert written[NEWS_SETTING[0]][NEWS_SETTING[1]] == "false"
+    assert written["@jupyterlab/x:y"] == {"a": 1}

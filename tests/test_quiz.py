@@ -19,8 +19,15 @@ def test_grading_records_the_score_and_75_percent_completes():
 
 def test_feedback_marks_each_question_and_explains():
     q = quiz("00")
-    lines = q.feedback([q.questions[0].answer, None, None, None])
-    assert lines[0].startswith("✔ Q1") and lines[1].startswith("✘ Q2")
+    first = q.questions[0]
+    wrong = (first.answer + 1) % len(first.choices)
+    lines = q.feedback([first.answer, None, None, None])
+    assert lines[0].startswith("✔ Q1  your answer: ") and "correct:" not in lines[0]
+    assert lines[1].startswith("✘ Q2  your answer: (no answer)") and "correct: " in lines[1]
+    wrong_line = q.feedback([wrong, None, None, None])[0]
+    assert f"your answer: {first.choices[wrong]}".replace("`", "") in wrong_line
+    assert f"correct: {first.choices[first.answer]}".replace("`", "") in wrong_line
+    assert "why: " in wrong_line and "`" not in "".join(lines)
 
 
 def test_a_wrong_number_of_answers_is_an_error():

@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from course_utils.core import progress
 
 
+def plain(text: str) -> str:
+    """Markdown's code marks dropped, for text shown as plain output."""
+    return text.replace("`", "")
+
+
 @dataclass(frozen=True)
 class Question:
     """One question: the prompt, its choices, the index of the right one, and why (with source)."""
@@ -55,11 +60,16 @@ class Quiz:
         return score
 
     def feedback(self, picks: Sequence[int | None]) -> list[str]:
-        """One line per question: right or wrong, and the explanation."""
+        """Per question: your answer, the correct one (when yours was not), and why, labelled so a
+        wrong answer never reads as if the correct statement were wrong."""
         lines = []
         for i, (pick, q) in enumerate(zip(picks, self.questions, strict=True), 1):
-            mark = "✔" if pick == q.answer else "✘"
-            lines.append(f"{mark} Q{i}: {q.choices[q.answer]} — {q.why}")
+            yours = "(no answer)" if pick is None else plain(q.choices[pick])
+            if pick == q.answer:
+                lines.append(f"✔ Q{i}  your answer: {yours}\n     why: {plain(q.why)}")
+            else:
+                lines.append(f"✘ Q{i}  your answer: {yours}\n     correct: "
+                             f"{plain(q.choices[q.answer])}\n     why: {plain(q.why)}")
         return lines
 
     def summary(self) -> str:
