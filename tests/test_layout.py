@@ -7,7 +7,13 @@ import pytest
 import torch
 from torch import nn
 
-from course_utils.bank import lesson05
+from course_utils import bank
+from course_utils.bank.lesson05._shared import LAYOUTS, random_layout
+from course_utils.bank.lesson05.contiguous_strides import contiguous_strides
+from course_utils.bank.lesson05.fix_layout import fix_layout
+from course_utils.bank.lesson05.is_contiguous import is_contiguous
+from course_utils.bank.lesson05.storage_index import storage_index
+from course_utils.bank.lesson05.view_or_copy import view_or_copy
 from course_utils.labs.layout_paper import (
     augment,
     augment_times,
@@ -73,7 +79,7 @@ def test_describe_prints_one_fact_per_line_and_a_short_line():
 def test_storage_indices_point_at_the_elements_of_random_views(seed):
     rng = random.Random(seed)
     base = torch.arange(600)
-    shape, strides, offset, _ = lesson05.random_layout(rng)
+    shape, strides, offset, _ = random_layout(rng)
     view = base.as_strided(shape, strides, offset)
     assert torch.equal(base[storage_indices(view)], view)
 
@@ -229,26 +235,26 @@ def test_augment_times_interleaves_both_pipelines_and_times_every_pass():
 def test_contiguous_strides_match_a_new_tensor(seed):
     rng = random.Random(seed)
     shape = tuple(rng.choice((0, 1, 2, 3, 5)) for _ in range(rng.randint(0, 5)))
-    assert lesson05.contiguous_strides(shape) == torch.empty(shape).stride()
+    assert contiguous_strides(shape) == torch.empty(shape).stride()
 
 
 def _layouts(n):
-    fixed = [(shape, strides) for _, shape, strides in lesson05.LAYOUTS]
-    drawn = [lesson05.random_layout(random.Random(s), min_size=0)[:2] for s in range(n)]
+    fixed = [(shape, strides) for _, shape, strides in LAYOUTS]
+    drawn = [random_layout(random.Random(s), min_size=0)[:2] for s in range(n)]
     return fixed + drawn
 
 
 @pytest.mark.parametrize("shape, strides", _layouts(60))
 def test_is_contiguous_reference_agrees_with_torch(shape, strides):
-    assert lesson05.is_contiguous(shape, strides) == torch.empty_strided(shape, strides).is_contiguous()
+    assert is_contiguous(shape, strides) == torch.empty_strided(shape, strides).is_contiguous()
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_storage_index_reference_finds_the_element(seed):
-    case = lesson05.EXERCISES[2].random(random.Random(seed))
+    case = bank.get("05.storage_index").random(random.Random(seed))
     index, shape, strides, offset = case.args
     base = torch.arange(1000)
-    assert base[lesson05.storage_index(*case.args)] == base.as_strided(shape, strides, offset)[index]
+    assert base[storage_index(*case.args)] == base.as_strided(shape, strides, offset)[index]
 
 
 def _torch_says(shape, strides, op):
@@ -261,14 +267,14 @@ def _torch_says(shape, strides, op):
 
 
 def test_view_or_copy_reference_agrees_with_torch_on_fixed_and_random_cases():
-    ex = lesson05.EXERCISES[3]
+    ex = bank.get("05.view_or_copy")
     for case in ex.cases(seed=7) + ex.cases(seed=8):
-        assert lesson05.view_or_copy(*case.args) == _torch_says(*case.args), case.label
+        assert view_or_copy(*case.args) == _torch_says(*case.args), case.label
 
 
 def test_fix_layout_reference_keeps_the_same_parameter_objects():
     model = _tied_autoencoder()
     before = list(model.parameters())
-    lesson05.fix_layout(model)
+    fix_layout(model)
     assert [p is q for p, q in zip(before, model.parameters(), strict=True)] == [True] * 4
     assert not audit(model)
