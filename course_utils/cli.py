@@ -117,7 +117,8 @@ def _run_notebooks(args) -> int:
 
 def _grade(args) -> int:
     """``course grade``: each submission in a fresh, limited process; gradebook, report, JSON."""
-    from course_utils.grader.batch import Options, grade, publish
+    from course_utils.grader.batch import Options
+    from course_utils.grader.outputs import grade_and_write
     from course_utils.grader.sandbox import MIN_MEMORY_MB, Limits
 
     if args.jobs < 1 or args.timeout <= 0 or args.memory < 0:
@@ -129,12 +130,22 @@ def _grade(args) -> int:
               "importing torch needs; every submission may fail", file=sys.stderr)
     limits = Limits(timeout=args.timeout, memory_mb=args.memory)
     options = Options(limits=limits, jobs=args.jobs, seed=args.seed, reap_orphans=True,
-                      lesson=args.lesson.zfill(2) if args.lesson else None)
-    graded = grade(args.paths, options)
-    if not graded.rows:
-        raise CourseError(f"no notebooks (*.ipynb) found in {' '.join(args.paths)}")
-    print(publish(graded, options, Path(args.out), Path(args.json) if args.json else None))
-    return 0
+                      lesson=args.lesson.zfill(2) if args.lesson else None, isolation=args.isolation)
+    return grade_and_write(args.paths, options, Path(args.out), Path(args.json) if args.json else None)
+
+
+def _mutants(args) -> int:
+    """``course mutants``: the automatic mutants of each exercise's reference, run through check()."""
+    from course_utils import bank
+    from course_utils.course import mutation
+
+    ids = args.ids or bank.ids()
+    scores = []
+    for i, exercise_id in enumerate(ids, 1):
+        print(f"[{i}/{len(ids)}] {exercise_id}", file=sys.stderr, flush=True)
+        scores.append(mutation.score(bank.get(exercise_id)))
+    print(mutation.table(scores))
+    return 0 if all(not s.survivors and not s.stale for s in scores) else 1
 
 
 def _drill(args) -> int:
@@ -181,6 +192,9 @@ def parser() -> argparse.ArgumentParser:
                     help="address-space limit per submission in MB (default 2048; 0: none)")
     gr.add_argument("--seed", type=int, help="seed of the random cases (default: fresh, reported)")
     gr.add_argument("--lesson", help="grade every notebook as lesson NN (default: from NN_ file names)")
+    gr.add_argument("--isolation", choices=("auto", "namespaces", "guards"), default="auto",
+                    help="namespaces: the course is hidden from submissions (Linux); guards: in-process "
+                    "guards only; auto (default): namespaces where they work")
     gr.set_defaults(fn=_grade)
     dr = sub.add_parser("drill", help="timed spot-the-bug drills in the terminal (lesson 08)")
     dr.add_argument("--category", help="drills of one category only (e.g. losses, data, numerics)")
@@ -189,6 +203,10 @@ def parser() -> argparse.ArgumentParser:
     dr.add_argument("--stdin", action="store_true",
                     help="read the answers from a pipe instead of a terminal")
     dr.set_defaults(fn=_drill)
+    mu = sub.add_parser("mutants", help="(authors) automatic mutants of each reference: killed, "
+                        "declared equivalent, surviving")
+    mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
+    mu.set_defaults(fn=_mutants)
     return p
 
 

@@ -56,7 +56,9 @@ class Exercise:
     ``fixed`` builds the author's cases; ``random`` builds one case from a ``random.Random``
     (seeded by the checker); ``judge`` replaces the default comparison when behaviour, not a
     value, is graded (e.g. "raises an error naming both devices"). ``mutants`` are wrong answers
-    learners really write: the test suite proves each one is rejected. ``in_process_only`` says
+    learners really write: the test suite proves each one is rejected. ``equivalent`` names the
+    automatic mutants (``course_utils.course.mutation``) that compute the same as the reference on
+    every valid input, key -> a one-line reason. ``in_process_only`` says
     why only ``check()`` in the learner's own kernel can grade it (a judge that watches what the
     answer does inside its process); ``course grade`` then lists it as left out, with that reason.
     """
@@ -73,6 +75,8 @@ class Exercise:
     mutants: dict[str, Callable] = field(default_factory=dict)
     judge: Judge | None = None
     in_process_only: str = ""
+    equivalent: dict[str, str] = field(default_factory=dict)
+    mutation_target: Callable | None = None  # whose source automatic mutants change (default: reference)
 
     @property
     def lesson(self) -> str:

@@ -1,0 +1,85 @@
+"""Does the mutant generator make the changes it promises, and does each check kill its mutants?"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from course_utils import bank
+from course_utils.core.exercise import Case, Exercise
+from course_utils.course import mutation
+
+
+def sample(x: torch.Tensor, n: int, flag: bool = True) -> torch.Tensor:
+    """A reference that gives every operator something to change."""
+    total = x.sum(dim=0, keepdim=True)
+    if n < 2 and flag:
+        total = total + 1
+    out = torch.where(total > 0, total, x.max(dim=-1, keepdim=True).values)
+    out.add_(n * 2)
+    with torch.no_grad():
+        out = out.detach()
+    return out.contiguous()
+
+
+@pytest.fixture(scope="module")
+def keys() -> list[str]:
+    return [m.key for m in mutation.mutants_of(sample)]
+
+
+@pytest.mark.parametrize("expected", [
+    "compare: `n < 2` -> `n <= 2`", "compare: `total > 0` -> `total >= 0`",
+    "arithmetic: `total + 1` -> `total - 1`", "arithmetic: `n * 2` -> `n / 2`",
+    "constant: `1` -> `2`", "constant: `0` -> `1`", "constant: `0` -> `-1`", "constant: `True` -> `False`",
+    "dim: `-1` -> `0`", "swapped arguments: `torch.where(total > 0, total",
+    "statement dropped: `out.add_(n * 2)` -> `pass`", "early return x", "early return None",
+    "early return 0", "out-of-place: `out.add_(n * 2)` -> `out.add(n * 2)`",
+    "contiguous dropped: `out.contiguous()` -> `out`", "detach dropped: `out.detach()` -> `out`",
+    "no_grad dropped", "no_grad added", "detach added",
+    "reduction: `x.sum(dim=0, keepdim=True)` -> `x.mean(dim=0, keepdim=True)`",
+    "reduction: `x.max(dim=-1, keepdim=True)` -> `x.amax(dim=-1, keepdim=True)`",
+])
+def test_every_kind_of_mutant_is_generated(keys, expected):
+    assert any(k.startswith(expected) for k in keys), f"no mutant starting {expected!r} in {keys}"
+
+
+def test_mutant_keys_are_unique_and_every_mutant_runs_or_raises():
+    found = mutation.mutants_of(sample)
+    assert len({m.key for m in found}) == len(found) > 20
+    x = torch.randn(3, 4)
+    for m in found:
+        try:
+            m.fn(x.clone(), 1)
+        except Exception:  # noqa: BLE001 - a mutant may raise; it must not hang or crash the run
+            pass
+
+
+def test_a_check_that_cannot_see_a_mutant_is_reported_and_a_declared_one_is_not():
+    def double(x: int) -> int:
+        return x * 2
+
+    weak = Exercise("99.double", "double", double, fixed=lambda: [Case("zero", (0,))])
+    assert mutation.score(weak).survivors  # 0 * 2 == 0 + 2? no, but 0 * 2 == 0 / 2 == 0 ** 2
+    strong = Exercise("99.double", "double", double, fixed=lambda: [Case("x", (x,)) for x in (0, 3, -5)])
+    assert mutation.score(strong).survivors == []
+    declared = Exercise("99.double", "double", double, fixed=lambda: [Case("zero", (0,))],
+                        equivalent={k: "test" for k in mutation.score(weak).survivors})
+    result = mutation.score(declared)
+    assert result.survivors == [] and result.equivalent and result.ratio == 1.0
+
+
+def test_an_endless_mutant_counts_as_killed(monkeypatch):
+    monkeypatch.setattr(mutation, "TIME_PER_MUTANT_S", 0.5)
+
+    def spin(x):
+        while True:
+            pass
+
+    ex = Exercise("99.id", "identity", lambda x: x, fixed=lambda: [Case("one", (1,))])
+    assert mutation.is_killed(ex, spin, seeds=(0,))
+
+
+def test_every_exercise_has_automatic_mutants():
+    for exercise_id in bank.ids():
+        ex = bank.get(exercise_id)
+        assert mutation.mutants_of(ex.mutation_target or ex.reference), exercise_id
