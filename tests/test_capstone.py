@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from course_utils.bank import lesson08
+from course_utils.bank.lesson08 import capstone_fallback, capstone_frozen, capstone_loss, capstone_syncs
 from course_utils.grader import wire
 from course_utils.labs import capstone
 from course_utils.labs.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
@@ -33,21 +33,20 @@ def test_the_fixed_script_passes_every_checkpoint(seed):
     assert report["eval_accuracy"] > 0.9 and report["steps"] == lab.steps
 
 
-@pytest.mark.parametrize("broken, fails", [
-    (("no zero_grad",), {"loss"}),
-    (("no shuffle",), {"loss"}),
-    (("labels unshuffled",), {"loss"}),
-    (("clone",), {"loss", "frozen"}),
-    (("new parameter",), {"loss", "frozen"}),
-    (("max_norm",), {"fallback"}),
-    (("cpu renorm",), {"fallback"}),
-    (("item",), {"syncs"}),
-    (("nan check",), {"syncs"}),
-    ((), set()),
-])
-def test_each_partial_repair_fails_only_the_checkpoints_of_the_bugs_it_leaves(broken, fails):
+@pytest.mark.parametrize("exercise, mutant, fails", [
+    (capstone_loss, "forgets optimizer.zero_grad()", {"loss"}),
+    (capstone_loss, "batches the tag-sorted rows in order", {"loss"}),
+    (capstone_loss, "shuffles the ids but not the tags", {"loss"}),
+    (capstone_loss, "keeps the .T.clone() tie", {"loss", "frozen"}),
+    (capstone_frozen, "a new nn.Parameter after the optimizer was built", {"loss", "frozen"}),
+    (capstone_fallback, "keeps max_norm=1.0", {"fallback"}),
+    (capstone_fallback, "renorms the table on the CPU inside the forward", {"fallback"}),
+    (capstone_syncs, "still logs loss.item() every step", {"syncs"}),
+    (capstone_syncs, "checks the loss for NaN every step", {"syncs"}),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_each_partial_repair_fails_only_the_checkpoints_of_the_bugs_it_leaves(exercise, mutant, fails):
     lab = Lab(seed=0)
-    assert failing(lesson08._script(lab, frozenset(broken)), lab) == fails
+    assert failing(exercise.EXERCISE.mutants[mutant](lab), lab) == fails
 
 
 def test_the_haunted_report_names_each_symptom():
