@@ -77,6 +77,7 @@ class Exercise:
     in_process_only: str = ""
     equivalent: dict[str, str] = field(default_factory=dict)
     mutation_target: Callable | None = None  # whose source automatic mutants change (default: reference)
+    alternatives: dict[str, Callable] = field(default_factory=dict)  # other right answers: must pass
 
     @property
     def lesson(self) -> str:
