@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.core.exercise import Case, Outcome
-from course_utils.drills.models import LinearKeepingGrad
+from course_utils.labs.case_inputs import LinearKeepingGrad
 
 
 def gen(seed: int) -> torch.Generator:
