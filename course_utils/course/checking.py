@@ -16,7 +16,7 @@ from collections.abc import Callable
 from course_utils.core import progress
 from course_utils.core.compare import describe
 from course_utils.core.exercise import Case, Exercise, Outcome, run
-from course_utils.core.judging import Failure, default_judge, first_failure
+from course_utils.core.judgement import Failure, default_judge, first_failure
 
 __all__ = ["CheckFailed", "NotSolved", "check", "default_judge", "find_failure", "hint"]
 
