@@ -12,7 +12,11 @@ from course_utils.toolkit import memory
 from course_utils.toolkit.memory import (
     TOLERANCE,
     MinBatchOutOfMemoryError,
+    SavedTensors,
+    SimulatedOOMStep,
     TinyIssueClassifier,
+    distinct_storage_bytes,
+    graph_saved_bytes,
     is_out_of_memory,
     measure,
     optimizer_state_bytes,
@@ -121,6 +125,40 @@ def test_does_saved_bytes_count_a_storage_saved_twice_once_and_skip_excluded_one
     assert saved_bytes(lambda: x.exp()) == 400
     assert saved_bytes(lambda: x * x, exclude=[x]) == 0
     assert saved_bytes(lambda: x.sum()) == 0
+
+
+def test_does_each_storage_count_once_and_whole_and_is_every_save_recorded():
+    x = torch.zeros(10, 10)
+    assert distinct_storage_bytes([x, x[:, :1], x.t()]) == 400  # three views, one storage
+    assert distinct_storage_bytes([x, torch.zeros(3)], exclude=[x[0]]) == 12
+    leaf = torch.randn(4, 8, requires_grad=True)
+    with SavedTensors() as saved:
+        leaf * leaf
+        leaf[:, :2].sin()
+    assert saved.bytes == 128 and len({s.storage for s in saved.saves}) == 1
+    assert [(s.storage_bytes, s.view_bytes) for s in saved.saves] == [(128, 128), (128, 128), (128, 32)]
+
+
+def test_does_a_kept_output_hold_its_graphs_saved_tensors_and_no_grad_none():
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 2))
+    x = torch.randn(4, 8)
+    kept = graph_saved_bytes([model(x)], exclude=list(model.parameters()))
+    assert kept == 4 * 8 * 4 + 4 * 16 * 4  # the input; tanh's output, which is also layer 2's input
+    with torch.no_grad():
+        assert graph_saved_bytes([model(x)]) == 0
+
+
+def test_is_there_one_memory_accounting_with_one_meaning_per_name():
+    from course_utils.drills import memory as drill_memory
+
+    assert drill_memory.saved_activation_bytes is saved_bytes  # lesson 07's name for the same count
+    assert drill_memory.MiB == memory.MiB and not hasattr(drill_memory, "tensor_bytes")
+    torch.manual_seed(0)
+    model = nn.Linear(6, 5)
+    parts = drill_memory.training_footprint(model, torch.optim.Adam(model.parameters()), torch.randn(3, 6))
+    weights = distinct_storage_bytes(model.parameters())
+    assert parts["weights"] == parts["gradients"] == weights == 35 * 4
+    assert parts["optimizer state"] == 2 * weights  # exp_avg and exp_avg_sq; step counters are scalars
 
 
 def _breakdown(kind, batch=8, tokens=32):
@@ -272,7 +310,7 @@ def test_does_importing_the_memory_module_leave_matplotlib_unloaded():
 
 @pytest.mark.parametrize("kind", ["cuda", "mps"])
 def test_does_the_simulated_step_run_out_of_memory_as_the_backend_would(kind):
-    step = memory.SimulatedOOMStep(fits=8, kind=kind)
+    step = SimulatedOOMStep(fits=8, kind=kind)
     assert step(8) == "trained on 8 rows"
     with pytest.raises(torch.OutOfMemoryError if kind == "cuda" else RuntimeError) as info:
         step(9)
@@ -282,12 +320,12 @@ def test_does_the_simulated_step_run_out_of_memory_as_the_backend_would(kind):
 
 def test_does_the_simulated_step_raise_other_errors_and_stop_a_runaway_retry():
     with pytest.raises(ValueError, match="labels"):
-        memory.SimulatedOOMStep(64, other=ValueError("labels out of range"))(1)
-    step = memory.SimulatedOOMStep(fits=0)
+        SimulatedOOMStep(64, other=ValueError("labels out of range"))(1)
+    step = SimulatedOOMStep(fits=0)
     for _ in range(60):
         with pytest.raises(torch.OutOfMemoryError):
             step(1)
     with pytest.raises(RecursionError, match="never stops"):
         step(1)
     with pytest.raises(ValueError, match="kind"):
-        memory.SimulatedOOMStep(1, kind="rocm")
+        SimulatedOOMStep(1, kind="rocm")

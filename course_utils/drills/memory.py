@@ -3,61 +3,14 @@ graphs, and gradient checkpointing that silently stops a block from learning."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-
 import torch
 
 from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.toolkit.memory import MiB, distinct_storage_bytes, graph_saved_bytes, saved_bytes
 
-MiB = 2**20
-
-
-def tensor_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """Bytes held by distinct tensors (each storage counted once)."""
-    seen: dict[int, int] = {}
-    for t in tensors:
-        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-    return sum(seen.values())
-
-
-def saved_activation_bytes(fn: Callable[[], object], exclude: Iterable[torch.Tensor] = ()) -> int:
-    """Bytes autograd saves for backward while ``fn()`` runs, each storage once, without the
-    storages of ``exclude`` (the parameters, counted elsewhere). Lesson 07, memory section."""
-    skip = {t.untyped_storage().data_ptr() for t in exclude}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        ptr = t.untyped_storage().data_ptr()
-        if ptr not in skip:
-            seen[ptr] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        fn()
-    return sum(seen.values())
-
-
-def graph_saved_bytes(outputs: Iterable[torch.Tensor], exclude: Iterable[torch.Tensor] = ()) -> int:
-    """Bytes the autograd graphs behind ``outputs`` keep alive (saved tensors, each storage once,
-    without the storages of ``exclude``)."""
-    skip = {t.untyped_storage().data_ptr() for t in exclude}
-    seen: dict[int, int] = {}
-    todo = [o.grad_fn for o in outputs if o.grad_fn is not None]
-    visited = set()
-    while todo:
-        node = todo.pop()
-        if node is None or id(node) in visited:
-            continue
-        visited.add(id(node))
-        for name in dir(node):
-            if name.startswith("_saved_"):
-                value = getattr(node, name)
-                if isinstance(value, torch.Tensor):
-                    ptr = value.untyped_storage().data_ptr()
-                    if ptr not in skip:
-                        seen[ptr] = value.untyped_storage().nbytes()
-        todo += [nxt for nxt, _ in node.next_functions]
-    return sum(seen.values())
+# Lesson 07's name for the toolkit's count of what autograd saves while ``fn()`` runs
+# (``saved_activation_bytes(fn, exclude=params)``): one implementation, in toolkit.memory.saved.
+saved_activation_bytes = saved_bytes
 
 
 # --- training memory vs inference memory ---------------------------------------------------------
@@ -81,18 +34,19 @@ BUDGET_FIXED = BUDGET_BUGGY.replace(
 def training_footprint(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                        batch: torch.Tensor) -> dict[str, int]:
     """Run one real training step and measure its parts in bytes: weights, gradients, optimizer
-    state and the activations saved for backward (lesson 07)."""
+    state (its tensors, not the scalar step counters) and the activations saved for backward, each
+    storage once, as ``toolkit.memory`` counts them (lesson 07)."""
     params = list(model.parameters())
     optimizer.zero_grad()
     holder = {}
-    activations = saved_activation_bytes(
-        lambda: holder.setdefault("loss", model(batch).pow(2).mean()), exclude=params)
+    activations = saved_bytes(lambda: holder.setdefault("loss", model(batch).pow(2).mean()), exclude=params)
     holder["loss"].backward()
     optimizer.step()
     state = [t for s in optimizer.state.values() for t in s.values()
              if isinstance(t, torch.Tensor) and t.dim() > 0]
-    return {"weights": tensor_bytes(params), "gradients": tensor_bytes(p.grad for p in params),
-            "optimizer state": tensor_bytes(state), "activations": activations}
+    return {"weights": distinct_storage_bytes(params),
+            "gradients": distinct_storage_bytes(p.grad for p in params),
+            "optimizer state": distinct_storage_bytes(state), "activations": activations}
 
 
 def _budget_measure(run: Run) -> Symptom:

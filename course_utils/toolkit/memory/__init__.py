@@ -3,7 +3,11 @@
 One topic per module; everything public is re-exported here, so ``from course_utils.toolkit.memory
 import X`` works for all of them:
 
-- ``sizes``: ``tensor_bytes``, ``storage_bytes``, ``mib``: what a tensor costs.
+- ``sizes``: what tensors cost, the one place bytes are counted: ``tensor_bytes(shape, dtype)`` (a
+  new contiguous tensor), ``storage_bytes(t)`` (what an existing tensor keeps alive),
+  ``distinct_storage_bytes(tensors)`` (each storage once), ``mib``.
+- ``saved``: the activations autograd saves for backward: ``SavedTensors``, ``saved_bytes``, and
+  ``graph_saved_bytes`` (what the graphs behind kept outputs hold).
 - ``counters``: ``snapshot`` (the counters each device really has, each labelled with what it
   counts; on CPU there is no allocator counter: we report the process) and ``empty_cache``.
 - ``tracking``: ``tracking`` / ``measure``: peak and retained tensor bytes of a piece of work, on
@@ -22,10 +26,8 @@ from course_utils.toolkit.memory.budget import (
     TOLERANCE,
     Breakdown,
     Part,
-    SavedTensors,
     TinyIssueClassifier,
     optimizer_state_bytes,
-    saved_bytes,
     training_step_breakdown,
 )
 from course_utils.toolkit.memory.counters import Counter, Snapshot, empty_cache, snapshot
@@ -38,15 +40,23 @@ from course_utils.toolkit.memory.oom import (
     retry_on_oom,
 )
 from course_utils.toolkit.memory.pictures import COLORS, draw_memory_models, plot_breakdowns
-from course_utils.toolkit.memory.sizes import MiB, mib, storage_bytes, tensor_bytes
+from course_utils.toolkit.memory.saved import Save, SavedTensors, graph_saved_bytes, saved_bytes
+from course_utils.toolkit.memory.sizes import (
+    MiB,
+    distinct_storage_bytes,
+    mib,
+    storage_bytes,
+    storage_key,
+    tensor_bytes,
+)
 from course_utils.toolkit.memory.tracking import Measurement, Tracker, measure, tracking
 from course_utils.toolkit.memory.watermarks import WATERMARKS, Watermark
 
 __all__ = [
     "COLORS", "SAVING_EXAMPLES", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
-    "MinBatchOutOfMemoryError", "Part", "Retried", "SavedTensors", "SimulatedOOMStep", "Snapshot",
-    "TinyIssueClassifier",
-    "Tracker", "Watermark", "draw_memory_models", "empty_cache", "is_out_of_memory", "measure", "mib",
-    "optimizer_state_bytes", "plot_breakdowns", "retry_on_oom", "saved_bytes", "snapshot",
-    "storage_bytes", "tensor_bytes", "tracking", "training_step_breakdown",
+    "MinBatchOutOfMemoryError", "Part", "Retried", "Save", "SavedTensors", "SimulatedOOMStep", "Snapshot",
+    "TinyIssueClassifier", "Tracker", "Watermark", "distinct_storage_bytes", "draw_memory_models",
+    "empty_cache", "graph_saved_bytes", "is_out_of_memory", "measure", "mib", "optimizer_state_bytes",
+    "plot_breakdowns", "retry_on_oom", "saved_bytes", "snapshot", "storage_bytes", "storage_key",
+    "tensor_bytes", "tracking", "training_step_breakdown",
 ]

@@ -1,8 +1,8 @@
 """The bill of one training step, part by part, against its measured peak (lesson 02).
 
 Weights, gradients, optimizer state (``optimizer_state_bytes``), the activations autograd really
-saves (``SavedTensors`` / ``saved_bytes``), backward's working space and the batch; the sum agrees
-with the peak ``tracking()`` measures within ``TOLERANCE``.
+saves (``saved.SavedTensors``), backward's working space and the batch; the sum agrees with the
+peak ``tracking()`` measures within ``TOLERANCE``. Sizes are counted by ``sizes``.
 
 ``TinyIssueClassifier`` is the lesson's model: the running (batch, tokens, features) example of
 seed 003 shrunk to run in milliseconds, with one self-attention block so sequence length matters.
@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from course_utils.toolkit.memory.pictures import plot_breakdowns
-from course_utils.toolkit.memory.sizes import MiB, storage_bytes
+from course_utils.toolkit.memory.saved import SavedTensors
+from course_utils.toolkit.memory.sizes import MiB, distinct_storage_bytes
 from course_utils.toolkit.memory.tracking import tracking
 
 TOLERANCE = 0.20  # training_step_breakdown: |measured peak / estimate - 1| stays within this
@@ -85,47 +86,6 @@ def _counted_state_bytes(optimizer: torch.optim.Optimizer) -> int:
     return sum(t.nbytes for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t))
 
 
-# --- activations saved for backward -------------------------------------------------------------
-
-
-class SavedTensors:
-    """Context manager: bytes of distinct storages autograd saves for backward (lesson 02).
-
-    ``saved_tensors_hooks`` hands every tensor saved for backward to ``pack``; we count each
-    storage once (``x * x`` saves ``x`` twice) and skip ``exclude`` (e.g. the weights and the batch,
-    which the bill counts elsewhere).
-    """
-
-    def __init__(self, exclude: Sequence[torch.Tensor] = ()):
-        self._skip = {t.untyped_storage().data_ptr() for t in exclude}
-        self.storages: dict[int, int] = {}
-        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
-
-    def _pack(self, t: torch.Tensor) -> torch.Tensor:
-        st = t.untyped_storage()
-        if st.data_ptr() not in self._skip:
-            self.storages[st.data_ptr()] = st.nbytes()
-        return t
-
-    @property
-    def bytes(self) -> int:
-        return sum(self.storages.values())
-
-    def __enter__(self) -> SavedTensors:
-        self._hooks.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._hooks.__exit__(*exc)
-
-
-def saved_bytes(fn: Callable, *args, exclude: Sequence[torch.Tensor] = ()) -> int:
-    """Bytes autograd saves for backward while ``fn(*args)`` runs (distinct storages)."""
-    with SavedTensors(exclude) as saved:
-        fn(*args)
-    return saved.bytes
-
-
 # --- the bill -----------------------------------------------------------------------------------
 
 
@@ -182,10 +142,6 @@ class Breakdown:
         return plot_breakdowns([self], ax=ax)
 
 
-def _distinct_bytes(tensors: Sequence[torch.Tensor]) -> int:
-    return sum({t.untyped_storage().data_ptr(): storage_bytes(t) for t in tensors}.values())
-
-
 def training_step_breakdown(model: nn.Module, optimizer: torch.optim.Optimizer,
                             batch: tuple[torch.Tensor, ...], loss_fn: Callable,
                             label: str | None = None) -> Breakdown:
@@ -212,7 +168,7 @@ def training_step_breakdown(model: nn.Module, optimizer: torch.optim.Optimizer,
     optimizer.zero_grad()
     state_tensors = [t for s in optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
     weights = [*params, *model.buffers()]
-    before = _distinct_bytes([*weights, *state_tensors, *batch])
+    before = distinct_storage_bytes([*weights, *state_tensors, *batch])
     with tracking(device) as tracker, SavedTensors(exclude=[*weights, *batch]) as saved:
         step()
     try:
@@ -220,12 +176,12 @@ def training_step_breakdown(model: nn.Module, optimizer: torch.optim.Optimizer,
     except TypeError:
         state, state_how = _counted_state_bytes(optimizer), "counted in optimizer.state"
     parts = (
-        Part("weights", _distinct_bytes(weights), "parameters and buffers"),
+        Part("weights", distinct_storage_bytes(weights), "parameters and buffers"),
         Part("gradients", sum(p.nbytes for p in _trainable(params)), "1 per trainable weight"),
         Part("optimizer state", state, state_how),
         Part("activations", saved.bytes, "saved for backward (saved_tensors_hooks)"),
         Part("working space", max(saved.storages.values(), default=0),
              "gradient of the largest saved activation (rule of thumb)"),
-        Part("batch", _distinct_bytes(batch), "inputs and targets"),
+        Part("batch", distinct_storage_bytes(batch), "inputs and targets"),
     )
     return Breakdown(label or type(optimizer).__name__, parts, before + tracker.peak_bytes)
