@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from course_utils.bank import lesson03
+from course_utils.labs import sync_lab
 from course_utils.toolkit.emulate.async_queue import AsyncDevice
 from course_utils.toolkit.timing import naive_vs_synced
 
@@ -34,10 +34,10 @@ def adam_losses(model, batches):
 
 
 def test_unmodified_training_with_adam_gives_bit_identical_results():
-    batches = lesson03.pooled_batches(n=3, reports=8)
-    expected, weights = adam_losses(lesson03.classifier_head(hidden=16), batches)
+    batches = sync_lab.pooled_batches(n=3, reports=8)
+    expected, weights = adam_losses(sync_lab.classifier_head(hidden=16), batches)
     with AsyncDevice(threads=torch.get_num_threads()) as dev:  # same threads: same reduction order
-        model = dev.put(lesson03.classifier_head(hidden=16))
+        model = dev.put(sync_lab.classifier_head(hidden=16))
         got, got_weights = adam_losses(model, [(dev.put(x), dev.put(y)) for x, y in batches])
     assert got == expected
     assert all(torch.equal(a, b) for a, b in zip(weights, got_weights, strict=True))
@@ -73,18 +73,18 @@ def test_reading_a_value_blocks_until_the_queue_drains():
 
 def test_it_waits_exactly_where_find_sync_points_says(capsys):
     with AsyncDevice() as dev:
-        model = dev.put(lesson03.classifier_head())
-        batches = [(dev.put(x), dev.put(y)) for x, y in lesson03.pooled_batches()]
-        lesson03.leaky_loop(model, batches)
-    assert {(g.where.line, g.kind) for g in dev.report.groups()} == lesson03.planted_sync_points()
+        model = dev.put(sync_lab.classifier_head())
+        batches = [(dev.put(x), dev.put(y)) for x, y in sync_lab.pooled_batches()]
+        sync_lab.leaky_loop(model, batches)
+    assert {(g.where.line, g.kind) for g in dev.report.groups()} == sync_lab.planted_sync_points()
     waits = [s for s in dev.spans if s.kind == "wait"]
     assert len(waits) == len(dev.report) == 22
 
 
 def test_synchronized_time_of_the_lesson_workload_is_at_least_5x_the_naive_time():
-    batch = lesson03.issue_batch()
+    batch = sync_lab.issue_batch()
     with AsyncDevice() as dev:
-        model, x = dev.put(lesson03.issue_classifier()), dev.put(batch)
+        model, x = dev.put(sync_lab.issue_classifier()), dev.put(batch)
 
         def forward():
             with torch.no_grad():

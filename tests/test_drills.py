@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from course_utils import bank, drills
 from course_utils.core import progress
 from course_utils.drills import distributed
-from course_utils.drills.models import LinearKeepingGrad
+from course_utils.labs.case_inputs import LinearKeepingGrad
 from tests.conftest import ROOT
 
 ALL = drills.all_drills()

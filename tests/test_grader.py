@@ -284,7 +284,7 @@ def patch_code():
 
 for attempt in (lambda: importlib.import_module("course_utils.bank"),
                 lambda: __import__("course_utils.bank.lesson01"),
-                lambda: open(course_paths()[1][0] + "/lesson01.py").read(),
+                lambda: open(course_paths()[1][0] + "/lesson01/batch_bytes.py").read(),
                 lambda: __import__("course_utils.course.checking").course.checking.get_exercise(
                     "01.batch_bytes"),
                 lambda: __import__("gc").get_objects(), patch_code):
@@ -459,12 +459,49 @@ def test_is_a_wrong_answer_only_an_input_the_pickle_loses_exposes_caught_by_the_
 
 
 def test_are_the_inputs_refused_when_the_submissions_process_would_need_the_bank():
-    from course_utils.bank.lesson01 import batch_bytes
+    from course_utils.bank.lesson01.batch_bytes import batch_bytes
+    from course_utils.drills.memory import training_footprint
+    from course_utils.labs.case_inputs import FakeDevice, LinearKeepingGrad, make_loop
 
     with pytest.raises(ValueError, match="course_utils.bank"):
         pickle_cases({"01.x": [((batch_bytes,), {})]})
+    with pytest.raises(ValueError, match="course_utils.drills"):  # a case input lives in case_inputs
+        pickle_cases({"07.x": [((training_footprint,), {})]})
     assert isinstance(pickle_cases({"01.x": [((torch.zeros(2), nn.Linear(2, 2)), {"k": torch.float16})]}),
                       bytes)
+    case_inputs = (FakeDevice(0.1, 0.2).run, LinearKeepingGrad(2, 2), make_loop(["n = len(x)"], "loop"))
+    assert b"course_utils.labs.case_inputs" in pickle_cases({"03.x": [(case_inputs, {})]})
+
+
+@pytest.mark.slow
+def test_do_the_cases_of_every_lesson_unpickle_where_the_bank_is_off_limits(tmp_path):
+    """Every case of every exercise (those graded only in the learner's kernel too) is sent as
+    ``course grade`` sends it, and loads in a process that refuses to import the bank."""
+    import pickle
+
+    from course_utils.course.lessons import LESSONS
+
+    blobs = {ex.id: pickle_cases({ex.id: [(c.args, c.kwargs) for c in ex.cases(11)]})
+             for lesson in LESSONS for ex in judging.lesson_exercises(lesson.number)}
+    (tmp_path / "blobs.pkl").write_bytes(pickle.dumps(blobs))
+    code = """
+import json, pickle, sys
+from course_utils.grader.runner import install_guard, load_cases
+from course_utils.grader.sandbox import course_paths
+install_guard(course_paths()[1])
+with open(sys.argv[1], "rb") as fh:
+    blobs = pickle.load(fh)
+loaded = {eid: len(load_cases(blob)[eid]) for eid, blob in blobs.items()}
+print(json.dumps([loaded, sorted(m for m in sys.modules if m.startswith("course_utils.bank"))]))
+"""
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "blobs.pkl")], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    loaded, bank_modules = json.loads(out.stdout.splitlines()[-1])
+    from course_utils import bank
+
+    assert loaded == {ex_id: len(bank.get(ex_id).cases(11)) for ex_id in bank.ids()}
+    assert bank_modules == []
 
 
 def test_can_every_exercise_be_graded_in_batch_but_those_that_watch_their_process():

@@ -8,12 +8,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.labs.case_inputs import SimulatedOOMStep
 from course_utils.toolkit import memory
 from course_utils.toolkit.memory import (
     TOLERANCE,
     MinBatchOutOfMemoryError,
     SavedTensors,
-    SimulatedOOMStep,
     TinyIssueClassifier,
     distinct_storage_bytes,
     graph_saved_bytes,

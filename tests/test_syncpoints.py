@@ -12,31 +12,32 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from course_utils.bank import lesson03
-from course_utils.toolkit.syncpoints import KINDS, find_sync_points, make_loop
+from course_utils.labs import sync_lab
+from course_utils.labs.case_inputs import make_loop
+from course_utils.toolkit.syncpoints import KINDS, find_sync_points
 from course_utils.toolkit.timing import sync
 
 
 def lesson_loop_report():
-    return find_sync_points(lesson03.leaky_loop, lesson03.classifier_head(), lesson03.pooled_batches())
+    return find_sync_points(sync_lab.leaky_loop, sync_lab.classifier_head(), sync_lab.pooled_batches())
 
 
 def test_the_tool_finds_every_sync_point_planted_in_the_lesson_loop_and_no_others(capsys):
     report = lesson_loop_report()
     found = {(g.where.line, g.kind) for g in report.groups()}
-    assert found == lesson03.planted_sync_points()
+    assert found == sync_lab.planted_sync_points()
     assert len(found) == 6
 
 
 def test_each_planted_line_is_counted_once_per_step_that_runs_it(capsys):
-    steps = len(lesson03.pooled_batches())
+    steps = len(sync_lab.pooled_batches())
     counts = {g.kind: g.count for g in lesson_loop_report().groups()}
     assert counts.pop("print") == steps // 2  # printed on even steps only
     assert set(counts.values()) == {steps}
 
 
 def test_the_loop_runs_as_usual_under_the_tool(capsys):
-    plain = lesson03.leaky_loop(lesson03.classifier_head(), lesson03.pooled_batches())
+    plain = sync_lab.leaky_loop(sync_lab.classifier_head(), sync_lab.pooled_batches())
     watched = lesson_loop_report().result
     assert watched == plain
     assert capsys.readouterr().out.count("misclassified") == 4

@@ -6,7 +6,8 @@ import time
 import pytest
 import torch
 
-from course_utils.bank import lesson03
+from course_utils.labs import sync_lab
+from course_utils.labs.case_inputs import FakeDevice
 from course_utils.toolkit import timing
 from course_utils.toolkit.emulate.async_queue import AsyncDevice
 from tests.conftest import ROOT
@@ -31,7 +32,7 @@ def test_the_naive_timer_times_one_call_without_warm_up():
 
 
 def heavy_forward(dev):
-    model, x = dev.put(lesson03.issue_classifier()), dev.put(lesson03.issue_batch())
+    model, x = dev.put(sync_lab.issue_classifier()), dev.put(sync_lab.issue_batch())
 
     def forward():
         with torch.no_grad():
@@ -127,7 +128,7 @@ def test_the_timeline_chart_is_small_and_has_both_lanes():
 
 
 def test_the_fake_device_queues_work_and_only_a_sync_waits_for_it():
-    dev = timing.FakeDevice(launch=0.002, work=0.01, sync_cost=0.0, slow_calls=1, slow_extra=0.5)
+    dev = FakeDevice(launch=0.002, work=0.01, sync_cost=0.0, slow_calls=1, slow_extra=0.5)
     dev.run()
     assert dev.clock() == pytest.approx(0.002)  # the call returned after its launch
     dev.sync()
@@ -140,7 +141,7 @@ def test_the_fake_device_queues_work_and_only_a_sync_waits_for_it():
 
 
 def test_the_fake_device_adds_a_spike_to_one_call_only():
-    dev = timing.FakeDevice(launch=0.0, work=0.01, sync_cost=0.0, spike_at=2, spike=0.2)
+    dev = FakeDevice(launch=0.0, work=0.01, sync_cost=0.0, spike_at=2, spike=0.2)
     times = []
     for _ in range(3):
         start = dev.clock()

@@ -4,7 +4,9 @@ Layout: one package per lesson (``lesson01/``), one module per exercise named af
 its id after the dot (``lesson01/batch_bytes.py`` declares ``EXERCISE = Exercise(id="01.batch_bytes",
 ...)`` beside its reference, cases, judge, hints and mutants), and the lesson's mastery quiz in
 ``lessonNN/quiz.py`` as ``QUIZ``. Modules are discovered by name: an exercise registers itself by
-existing. (A plain ``lessonNN.py`` module exporting ``EXERCISES`` is read too.)
+existing. The lesson's ``__init__.py`` may list its exercise modules in ``ORDER``, the order the
+lesson teaches them; the others follow in name order. (A plain ``lessonNN.py`` module exporting
+``EXERCISES`` is read too.)
 
 Nothing outside the course machinery and the grader imports this package: a submission being
 graded may not, and everything a case may hold lives in ``course_utils.labs.case_inputs``.
@@ -25,11 +27,15 @@ LESSONS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.
 
 
 def _modules(lesson_package: str) -> Iterator[ModuleType]:
-    """The lesson's own module, then each module inside it (in name order)."""
+    """The lesson's own module, then each module inside it: first those its ``ORDER`` names (the
+    order the lesson teaches them, which is also the gradebook's and ``course check``'s), then the
+    rest in name order."""
     package = importlib.import_module(f"{__name__}.{lesson_package}")
     yield package
-    for info in sorted(pkgutil.iter_modules(getattr(package, "__path__", [])), key=lambda i: i.name):
-        yield importlib.import_module(f"{package.__name__}.{info.name}")
+    order = list(getattr(package, "ORDER", ()))
+    names = sorted(info.name for info in pkgutil.iter_modules(getattr(package, "__path__", [])))
+    for name in sorted(names, key=lambda n: order.index(n) if n in order else len(order)):
+        yield importlib.import_module(f"{package.__name__}.{name}")
 
 
 def _declared(module: ModuleType) -> list[Exercise]:

@@ -267,12 +267,26 @@ class Sandbox:
                     pass
 
 
+# The course modules a case's pickle may name: the case inputs (``course_utils.labs.case_inputs``)
+# and the labs and toolkit they are built on. The bank is off limits in the submission's process;
+# the course machinery, the grader and the drills hold nothing a case needs.
+CASE_INPUT_PARTS = ("course_utils.labs", "course_utils.toolkit", "course_utils.core")
+
+
+def _course_module(name: str) -> bool:
+    return (name == "course_utils" or name.startswith("course_utils.")) and all(
+        part.isidentifier() for part in name.split("."))
+
+
 def pickle_cases(cases: dict[str, list[tuple[tuple, dict]]]) -> bytes:
-    """The inputs for the submission's process; refuses any that would need the bank to load."""
+    """The inputs for the submission's process; refuses any whose pickle names a course module
+    outside ``CASE_INPUT_PARTS`` (the bank above all: the bank is off limits, case inputs are allowed)."""
     import pickletools
 
     blob = pickle.dumps(cases, protocol=pickle.HIGHEST_PROTOCOL)
     for _, arg, _ in pickletools.genops(blob):
-        if isinstance(arg, str) and arg.startswith("course_utils.bank"):
-            raise ValueError(f"case inputs refer to {arg}: the submission's process cannot load them")
+        if isinstance(arg, str) and _course_module(arg) and not any(
+                arg == part or arg.startswith(f"{part}.") for part in CASE_INPUT_PARTS):
+            raise ValueError(f"case inputs refer to {arg}: the submission's process may load the case "
+                             "inputs (course_utils.labs.case_inputs) and the toolkit, never the bank")
     return blob

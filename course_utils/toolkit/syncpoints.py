@@ -16,20 +16,13 @@ from them: the tool follows them op by op. Tensors made inside ``fn`` by factori
 uses the same watcher and really waits at each point.
 
 The parts: ``sync_watch`` (what counts as a sync, and the watcher), ``sync_report`` (the report and
-the user's line); their public names are importable from here too.
-
-``make_loop(statements, name)`` compiles a small training loop whose body ends with
-``statements``, to practise on (03.sync_lines): its source stays inspectable, and it pickles, so
-``course grade`` can send it to a submission's process.
+the user's line); their public names are importable from here too. The generated loops that
+03.sync_lines practises on are case inputs (``course_utils.labs.case_inputs.make_loop``).
 """
 
 from __future__ import annotations
 
-import functools
-import linecache
-from collections.abc import Callable, Sequence
-
-import torch
+from collections.abc import Callable
 
 from course_utils.toolkit.sync_report import Location, SyncGroup, SyncPoint, SyncReport, user_location
 from course_utils.toolkit.sync_watch import (
@@ -42,8 +35,8 @@ from course_utils.toolkit.sync_watch import (
     tensors_in,
 )
 
-__all__ = ["KINDS", "GeneratedLoop", "Location", "SyncGroup", "SyncPoint", "SyncReport", "SyncWatch",
-           "active_watches", "dispatch_kind", "find_sync_points", "function_kind", "make_loop", "note_sync",
+__all__ = ["KINDS", "Location", "SyncGroup", "SyncPoint", "SyncReport", "SyncWatch",
+           "active_watches", "dispatch_kind", "find_sync_points", "function_kind", "note_sync",
            "tensors_in", "user_location"]
 
 
@@ -60,68 +53,3 @@ def find_sync_points(fn: Callable, *args, **kwargs) -> SyncReport:
         result = fn(*args, **kwargs)
     watch.report.result = result
     return watch.report
-
-
-# --- practice loops ----------------------------------------------------------------------------
-
-_LOOP_HEAD = """import torch
-import torch.nn.functional as F
-
-
-def loop(model, batches):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    history, kept, total = [], [], 0.0
-    host_lr = torch.tensor(0.1)
-    running = torch.zeros(())
-    for step, (x, y) in enumerate(batches):
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-"""
-
-
-def _compile_loop(statements: tuple[str, ...], name: str) -> Callable:
-    source = _LOOP_HEAD + "".join(f"        {s}\n" for s in statements) + "    return history\n"
-    filename = f"<{name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"torch": torch, "F": torch.nn.functional}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
-    return namespace["loop"]
-
-
-class GeneratedLoop:
-    """A training loop ``loop(model, batches)`` compiled from body statements (``make_loop``).
-
-    It calls, and looks like, the compiled function (``__wrapped__``): ``inspect.getsource`` and
-    ``find_sync_points`` see its source, ``__code__`` and friends are the function's. A pickle
-    carries the statements and the name and compiles the loop again where it is loaded; a deep
-    copy is the loop itself, as for a function.
-    """
-
-    def __init__(self, statements: Sequence[str], name: str):
-        self.statements, self.name = tuple(statements), name
-        functools.update_wrapper(self, _compile_loop(self.statements, name))
-
-    def __call__(self, model, batches):
-        return self.__wrapped__(model, batches)
-
-    def __getattr__(self, attribute: str):
-        if attribute == "__wrapped__":  # not set yet: no function to ask
-            raise AttributeError(attribute)
-        return getattr(self.__wrapped__, attribute)
-
-    def __reduce__(self):
-        return GeneratedLoop, (self.statements, self.name)
-
-    def __deepcopy__(self, memo) -> GeneratedLoop:
-        return self
-
-    def __repr__(self) -> str:
-        return f"<generated loop {self.name!r}>"
-
-
-def make_loop(statements: Sequence[str], name: str) -> GeneratedLoop:
-    """A training loop whose body ends with ``statements``, its source inspectable under ``<name>``."""
-    return GeneratedLoop(statements, name)

@@ -5,8 +5,9 @@ the call measures the launch. ``sync(device)`` waits for the device; ``benchmark
 up and times with ``torch.utils.benchmark.Timer`` (which synchronizes around every block of calls)
 and reports the median and the spread; ``naive_time(fn)`` is the deliberately wrong stopwatch the
 lesson starts from. ``open_device(device)`` gives the lesson's device: the real one on mps/cuda, the
-emulated asynchronous device (``course_utils.toolkit.emulate.async_queue``) on a CPU. ``FakeDevice`` is a
-deterministic stand-in with a fake clock, for exercises whose answer must be exact (03.honest_timer).
+emulated asynchronous device (``course_utils.toolkit.emulate.async_queue``) on a CPU. (The
+deterministic device with a fake clock that 03.honest_timer is judged on is a case input:
+``course_utils.labs.case_inputs.FakeDevice``.)
 
 Measured times are printed after a "⏱" sign; the course's nbval sanitizer masks the rest of such a
 line, because timings differ on every run.
@@ -195,43 +196,6 @@ class RealDevice:
 
     def __repr__(self) -> str:
         return f"<{self.label} device>"
-
-
-class FakeDevice:
-    """A deterministic asynchronous device: a fake clock, a queue, and a sync that drains it.
-
-    ``run()`` costs ``launch`` seconds of host time and queues ``work`` seconds of device work (the
-    first ``slow_calls`` calls queue ``slow_extra`` more: first-call costs; call number ``spike_at``
-    queues ``spike`` more: a hiccup). ``sync()`` advances the clock until the device is idle, plus
-    ``sync_cost``; ``clock()`` reads the fake clock. Nothing sleeps, so timings are exact.
-    """
-
-    def __init__(self, launch: float, work: float, sync_cost: float = 2e-5, slow_calls: int = 0,
-                 slow_extra: float = 0.0, spike_at: int | None = None, spike: float = 0.0):
-        self.launch, self.work, self.sync_cost = launch, work, sync_cost
-        self.slow_calls, self.slow_extra, self.spike_at, self.spike = slow_calls, slow_extra, spike_at, spike
-        self.now = self.busy_until = 0.0
-        self.calls = 0
-
-    def run(self) -> None:
-        """Launch one call: host time passes, its work joins the queue."""
-        self.calls += 1
-        self.now += self.launch
-        extra = (self.slow_extra if self.calls <= self.slow_calls else 0.0) + (
-            self.spike if self.calls == self.spike_at else 0.0)
-        self.busy_until = max(self.now, self.busy_until) + self.work + extra
-
-    def sync(self) -> None:
-        """Wait until the queue is empty."""
-        self.now = max(self.now, self.busy_until) + self.sync_cost
-
-    def clock(self) -> float:
-        """The fake time, in seconds."""
-        return self.now
-
-    def __repr__(self) -> str:
-        return (f"FakeDevice(launch={self.launch:.3g}s, work={self.work:.3g}s, "
-                f"{self.slow_calls} slow first calls)")
 
 
 @contextlib.contextmanager

@@ -16,10 +16,12 @@ import X`` works for all of them:
   autograd really saves, against the measured peak of one training step; the lesson's model
   ``TinyIssueClassifier``.
 - ``oom``: ``retry_on_oom``: the correct version of a retry-on-out-of-memory helper (seed 001's is
-  broken); ``SimulatedOOMStep``, a step that runs out of memory (emulated) above a size.
-- ``examples``: ``SAVING_EXAMPLES``, small forwards whose saved-for-backward bytes differ.
+  broken).
 - ``watermarks``: ``WATERMARKS``, the MPS allocator's limits (facts §3).
 - ``pictures``: ``draw_memory_models`` and ``plot_breakdowns`` (matplotlib imported when called).
+
+The lesson's exercise inputs (``SAVING_EXAMPLES``, ``SimulatedOOMStep``) live with every other case
+input in ``course_utils.labs.case_inputs``.
 """
 
 from course_utils.toolkit.memory.budget import (
@@ -31,11 +33,9 @@ from course_utils.toolkit.memory.budget import (
     training_step_breakdown,
 )
 from course_utils.toolkit.memory.counters import Counter, Snapshot, empty_cache, snapshot
-from course_utils.toolkit.memory.examples import SAVING_EXAMPLES
 from course_utils.toolkit.memory.oom import (
     MinBatchOutOfMemoryError,
     Retried,
-    SimulatedOOMStep,
     is_out_of_memory,
     retry_on_oom,
 )
@@ -53,8 +53,8 @@ from course_utils.toolkit.memory.tracking import Measurement, Tracker, measure, 
 from course_utils.toolkit.memory.watermarks import WATERMARKS, Watermark
 
 __all__ = [
-    "COLORS", "SAVING_EXAMPLES", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
-    "MinBatchOutOfMemoryError", "Part", "Retried", "Save", "SavedTensors", "SimulatedOOMStep", "Snapshot",
+    "COLORS", "TOLERANCE", "WATERMARKS", "Breakdown", "Counter", "Measurement", "MiB",
+    "MinBatchOutOfMemoryError", "Part", "Retried", "Save", "SavedTensors", "Snapshot",
     "TinyIssueClassifier", "Tracker", "Watermark", "distinct_storage_bytes", "draw_memory_models",
     "empty_cache", "graph_saved_bytes", "is_out_of_memory", "measure", "mib", "optimizer_state_bytes",
     "plot_breakdowns", "retry_on_oom", "saved_bytes", "snapshot", "storage_bytes", "storage_key",

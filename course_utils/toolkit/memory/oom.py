@@ -89,31 +89,3 @@ def retry_on_oom(step: Callable, batch, min_batch: int = 1,
             continue
         start += size
     return Retried(results, size, ooms)
-
-
-class SimulatedOOMStep:
-    """A training step that runs out of memory (emulated) above ``fits`` rows, on any device.
-
-    ``step(size)`` returns a short string when ``size <= fits``; above it raises what the backend
-    would: ``kind="cuda"`` a ``torch.OutOfMemoryError``, ``kind="mps"`` a ``RuntimeError`` worded as
-    MPS words it (facts §5). ``other`` is raised instead at every call, to check a retry helper
-    lets other errors through. ``calls`` lists the sizes tried; more than 60 calls raise
-    ``RecursionError`` so a retry loop that never stops ends (lesson 02's 02.retry_halving cases).
-    """
-
-    def __init__(self, fits: int, kind: str = "cuda", other: Exception | None = None):
-        if kind not in ("cuda", "mps"):
-            raise ValueError(f"kind must be 'cuda' or 'mps', got {kind!r}")
-        self.fits, self.kind, self.other, self.calls = fits, kind, other, []
-
-    def __call__(self, size: int) -> str:
-        self.calls.append(size)
-        if len(self.calls) > 60:
-            raise RecursionError("step called more than 60 times: the retry never stops")
-        if self.other is not None:
-            raise self.other
-        if size > self.fits:
-            if self.kind == "cuda":
-                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate (emulated)")
-            raise RuntimeError("MPS backend out of memory (emulated: MPS allocated, max allowed)")
-        return f"trained on {size} rows"

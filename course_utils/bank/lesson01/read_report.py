@@ -1,0 +1,72 @@
+"""Read a diagnose() report: the MPS state, and whether torch runs with CPU fallback enabled."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from course_utils.core.exercise import Case, Exercise, patched
+
+FALLBACK_SETTINGS = ((None, None), ("1", "1"), (None, "1"), ("0", "0"), ("1", None))
+
+
+def read_report(report: dict) -> tuple[str, bool]:
+    """Reference: (MPS state, whether torch runs with CPU fallback enabled)."""
+    if not report["mps_built"]:
+        state = "not built"
+    else:
+        state = "available" if report["mps_available"] else "built but unavailable"
+    return state, report["fallback_at_torch_import"] == "1"
+
+
+def _report(built: bool, avail: bool, at_import: str | None, now: str | None) -> dict:
+    return {
+        "torch_version": "2.13.0", "python_version": "3.11.7",
+        "system": "Darwin-arm64" if built else "Linux-x86_64",
+        "macos_version": "15.1" if built else None,
+        "mps_built": built, "mps_available": avail, "mps_allocates": True if avail else None,
+        "accelerator": "mps" if avail else None,
+        "fallback_now": now, "fallback_at_torch_import": at_import,
+        "fallback_import_order_known": True,
+    }
+
+
+def _fixed() -> list[Case]:
+    cases = []
+    for (built, avail), (at_import, now) in itertools.product(
+            ((False, False), (True, False), (True, True)), FALLBACK_SETTINGS):
+        label = f"built={built} available={avail}, fallback at import={at_import} now={now}"
+        cases.append(Case(label, (_report(built, avail, at_import, now),)))
+    return cases
+
+
+def _random(rng: random.Random) -> Case:
+    built = rng.random() < 0.6
+    avail = built and rng.random() < 0.6
+    at_import, now = rng.choice(FALLBACK_SETTINGS)
+    return Case(f"random report built={built} available={avail} fallback {at_import}->{now}",
+                (_report(built, avail, at_import, now),))
+
+
+_FALLBACK_ON = 'report["fallback_at_torch_import"] == "1"'
+
+EXERCISE = Exercise(
+    id="01.read_report",
+    title="Read a diagnose() report",
+    reference=read_report,
+    fixed=_fixed,
+    random=_random,
+    hints=(
+        "Three states: not built, built but unavailable, available; 'built' is checked first.",
+        "torch reads PYTORCH_ENABLE_MPS_FALLBACK once, at import: use fallback_at_torch_import.",
+        "Only the value '1' turns the fallback on; '0' is a string and is truthy in Python.",
+    ),
+    mutants={
+        "reads the variable's current value": patched(read_report, (
+            _FALLBACK_ON, 'report["fallback_now"] == "1"')),
+        "treats any value as on": patched(read_report, (
+            _FALLBACK_ON, 'bool(report["fallback_at_torch_import"])')),
+        "looks only at mps_available": patched(read_report, ('if not report["mps_built"]:',
+                                                              'if not report["mps_available"]:')),
+    },
+)

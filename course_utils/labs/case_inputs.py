@@ -1,0 +1,340 @@
+"""Every object an exercise's case may hold that the course defines: the one home of case inputs.
+
+``course grade`` pickles the cases it draws for the submission's process, where the bank is off
+limits and case inputs are allowed (``grader.sandbox.pickle_cases`` refuses a case naming a course
+module other than this one, the labs and the toolkit). So what a case holds is defined here, never
+beside its exercise, and nothing here imports the bank. By lesson:
+
+- 02: ``SAVING_EXAMPLES`` (forwards whose saved-for-backward bytes differ; 02.saved_bytes) and
+  ``SimulatedOOMStep`` (a step that runs out of memory above a size; 02.retry_halving);
+- 03: ``FakeDevice`` (an asynchronous device with a fake clock; 03.honest_timer), ``make_loop``
+  (generated training loops; 03.sync_lines) and ``TrainingRun`` (training steps whose losses count
+  their host reads; 03.log_every_n);
+- 04: ``Watched`` (a tensor whose ops are recorded at the dispatcher; 04.prefix_sum);
+- 07: ``LinearKeepingGrad`` (a layer whose copies keep ``.grad``; 07.zero_grad_loop, 07.accumulate).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import linecache
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from course_utils.labs.sync_lab import classifier_head, pooled_batches
+from course_utils.toolkit.sync_watch import function_kind, tensors_in
+
+# --- 02: forwards whose saved-for-backward tensors differ (the comment says what is saved) -----
+
+_W = torch.randn(5, 6, generator=torch.Generator().manual_seed(2))
+_B = torch.zeros(5)
+
+
+def square(x):
+    return x * x  # x, twice
+
+
+def sin_then_cos(x):
+    return x.sin().cos()  # x and sin(x)
+
+
+def total(x):
+    return x.sum()  # nothing
+
+
+def gram(x):
+    return x @ x.t()  # x and a view of x
+
+
+def slice_sin(x):
+    return x[:, :2].sin()  # a view of all of x
+
+
+def linear_then_tanh(x):
+    return nn.functional.linear(x[:, :6], _W, _B).tanh()
+
+
+def softmax_last(x):
+    return x.softmax(dim=-1)
+
+
+def sigmoid_times_x(x):
+    return x.sigmoid() * x
+
+
+SAVING_EXAMPLES = {
+    "exp": torch.exp,  # its result
+    "x*x": square,
+    "sin then cos": sin_then_cos,
+    "relu": torch.relu,  # its result
+    "sum": total,
+    "x @ x.T": gram,
+    "a slice's sin": slice_sin,
+    "linear then tanh": linear_then_tanh,
+    "softmax": softmax_last,
+    "sigmoid times x": sigmoid_times_x,
+}
+
+
+# --- 02: a step that runs out of memory ---------------------------------------------------------
+
+
+class SimulatedOOMStep:
+    """A training step that runs out of memory (emulated) above ``fits`` rows, on any device.
+
+    ``step(size)`` returns a short string when ``size <= fits``; above it raises what the backend
+    would: ``kind="cuda"`` a ``torch.OutOfMemoryError``, ``kind="mps"`` a ``RuntimeError`` worded as
+    MPS words it (facts §5). ``other`` is raised instead at every call, to check a retry helper
+    lets other errors through. ``calls`` lists the sizes tried; more than 60 calls raise
+    ``RecursionError`` so a retry loop that never stops ends.
+    """
+
+    def __init__(self, fits: int, kind: str = "cuda", other: Exception | None = None):
+        if kind not in ("cuda", "mps"):
+            raise ValueError(f"kind must be 'cuda' or 'mps', got {kind!r}")
+        self.fits, self.kind, self.other, self.calls = fits, kind, other, []
+
+    def __call__(self, size: int) -> str:
+        self.calls.append(size)
+        if len(self.calls) > 60:
+            raise RecursionError("step called more than 60 times: the retry never stops")
+        if self.other is not None:
+            raise self.other
+        if size > self.fits:
+            if self.kind == "cuda":
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate (emulated)")
+            raise RuntimeError("MPS backend out of memory (emulated: MPS allocated, max allowed)")
+        return f"trained on {size} rows"
+
+
+# --- 03: a deterministic asynchronous device ---------------------------------------------------
+
+
+class FakeDevice:
+    """A deterministic asynchronous device: a fake clock, a queue, and a sync that drains it.
+
+    ``run()`` costs ``launch`` s of host time and queues ``work`` s of device work (``slow_extra``
+    more for the first ``slow_calls`` calls, ``spike`` more for call number ``spike_at``). ``sync()``
+    advances the clock until the device is idle, plus ``sync_cost``; ``clock()`` reads it.
+    """
+
+    def __init__(self, launch: float, work: float, sync_cost: float = 2e-5, slow_calls: int = 0,
+                 slow_extra: float = 0.0, spike_at: int | None = None, spike: float = 0.0):
+        self.launch, self.work, self.sync_cost = launch, work, sync_cost
+        self.slow_calls, self.slow_extra, self.spike_at, self.spike = slow_calls, slow_extra, spike_at, spike
+        self.now = self.busy_until = 0.0
+        self.calls = 0
+
+    def run(self) -> None:
+        self.calls += 1
+        self.now += self.launch
+        extra = (self.slow_extra if self.calls <= self.slow_calls else 0.0) + (
+            self.spike if self.calls == self.spike_at else 0.0)
+        self.busy_until = max(self.now, self.busy_until) + self.work + extra
+
+    def sync(self) -> None:
+        self.now = max(self.now, self.busy_until) + self.sync_cost
+
+    def clock(self) -> float:
+        return self.now
+
+    def __repr__(self) -> str:
+        return (f"FakeDevice(launch={self.launch:.3g}s, work={self.work:.3g}s, "
+                f"{self.slow_calls} slow first calls)")
+
+
+# --- 03: generated training loops --------------------------------------------------------------
+
+_LOOP_HEAD = """import torch
+import torch.nn.functional as F
+
+
+def loop(model, batches):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    history, kept, total = [], [], 0.0
+    host_lr = torch.tensor(0.1)
+    running = torch.zeros(())
+    for step, (x, y) in enumerate(batches):
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def _compile_loop(statements: tuple[str, ...], name: str) -> Callable:
+    source = _LOOP_HEAD + "".join(f"        {s}\n" for s in statements) + "    return history\n"
+    filename = f"<{name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"torch": torch, "F": F}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
+    return namespace["loop"]
+
+
+class GeneratedLoop:
+    """A training loop ``loop(model, batches)`` compiled from body statements (``make_loop``).
+
+    It calls, and looks like, the compiled function (``__wrapped__``): ``inspect.getsource`` and
+    ``find_sync_points`` see its source, ``__code__`` and friends are the function's. A pickle
+    carries the statements and the name and compiles the loop again where it is loaded; a deep
+    copy is the loop itself, as for a function.
+    """
+
+    def __init__(self, statements: Sequence[str], name: str):
+        self.statements, self.name = tuple(statements), name
+        functools.update_wrapper(self, _compile_loop(self.statements, name))
+
+    def __call__(self, model, batches):
+        return self.__wrapped__(model, batches)
+
+    def __getattr__(self, attribute: str):
+        if attribute == "__wrapped__":  # not set yet: no function to ask
+            raise AttributeError(attribute)
+        return getattr(self.__wrapped__, attribute)
+
+    def __reduce__(self):
+        return GeneratedLoop, (self.statements, self.name)
+
+    def __deepcopy__(self, memo) -> GeneratedLoop:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<generated loop {self.name!r}>"
+
+
+def make_loop(statements: Sequence[str], name: str) -> GeneratedLoop:
+    """A training loop whose body ends with ``statements``, its source inspectable under ``<name>``."""
+    return GeneratedLoop(statements, name)
+
+
+# --- 03: training steps that count the host reads of their losses -----------------------------
+
+
+class _Tracked(torch.Tensor):
+    """A tensor standing for one on an accelerator: it counts the host reads made of it."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tracked = [t for t in tensors_in((args, kwargs)) if isinstance(t, _Tracked)]
+        reads = next((t.__dict__["_reads"] for t in tracked if "_reads" in t.__dict__), None)
+        kind = function_kind(func, args, kwargs, lambda t: isinstance(t, _Tracked))
+        if kind is not None and reads is not None:
+            reads.append(kind)
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **kwargs)
+        if kind is not None or reads is None:
+            return out  # a value on the host, or a plain tensor
+        return _wrap(out, reads)
+
+
+def _wrap(value, reads: list):
+    if isinstance(value, torch.Tensor) and not isinstance(value, _Tracked):
+        with torch._C.DisableTorchFunctionSubclass():
+            value = value.as_subclass(_Tracked)
+        value._reads = reads
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_wrap(v, reads) for v in value)
+    return value
+
+
+class TrainingRun:
+    """``run()`` performs one training step and returns its loss, a tensor "on the device".
+
+    Each deep copy is a fresh run from the same start (``check`` copies its arguments per call);
+    ``copies[-1].reads`` lists the host reads made of the losses of the latest copy.
+    """
+
+    def __init__(self, steps: int, seed: int = 0):
+        self.steps, self.seed = steps, seed
+        self.reads: list[str] = []
+        self.copies: list[TrainingRun] = []
+        self._done = 0
+        self._model = self._optimizer = self._batches = None
+
+    def __deepcopy__(self, memo) -> TrainingRun:
+        fresh = TrainingRun(self.steps, self.seed)
+        self.copies.append(fresh)
+        return fresh
+
+    def __repr__(self) -> str:
+        return f"TrainingRun(steps={self.steps}, seed={self.seed})"
+
+    def __call__(self) -> torch.Tensor:
+        if self._model is None:
+            self._model = classifier_head(hidden=16, seed=self.seed)
+            self._optimizer = torch.optim.SGD(self._model.parameters(), lr=0.5)
+            self._batches = pooled_batches(n=self.steps, reports=8, seed=self.seed)
+        if self._done >= self.steps:
+            raise IndexError(f"this run has only {self.steps} steps")
+        x, y = self._batches[self._done]
+        self._done += 1
+        loss = F.cross_entropy(self._model(x), y)
+        self._optimizer.zero_grad()
+        loss.backward()
+        self._optimizer.step()
+        return _wrap(loss.detach(), self.reads)
+
+
+# --- 04: tensors whose ops are recorded at the dispatcher --------------------------------------
+
+_seen: list[str] = []  # ops recorded since the last case's inputs were copied
+
+
+class _Log(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        _seen.append(func.name())
+        return func(*args, **(kwargs or {}))
+
+
+class Watched(torch.Tensor):
+    """A tensor whose every torch call is recorded at the dispatcher (see ``ops_seen()``), so a
+    check sees an op even when it hides inside another function."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with _Log():
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    def __deepcopy__(self, memo):
+        _seen.clear()  # check() copies a case's inputs right before each call: a new record starts
+        return copy.deepcopy(self.as_subclass(torch.Tensor), memo).as_subclass(Watched)
+
+
+def ops_seen() -> list[str]:
+    """The aten ops run on watched tensors since their last copy."""
+    return list(_seen)
+
+
+# --- 07: a layer whose copies keep their gradients ---------------------------------------------
+
+_GRADS = "_kept_grads"  # the extra entry of a pickled or deep-copied module's state
+
+
+class LinearKeepingGrad(nn.Linear):
+    """``nn.Linear`` whose copies keep each parameter's ``.grad``, like the live model they copy.
+
+    A deep copy or a pickle of a plain module drops ``.grad``. The exercises hand a model with a
+    stale gradient (left by a validation pass) to the learner's loop, so the copy ``check()`` makes
+    for each call, and the one ``course grade`` sends to a submission's process, must keep it.
+    """
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state[_GRADS] = {name: p.grad.detach().clone() for name, p in self.named_parameters()
+                         if p.grad is not None}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        grads = state.pop(_GRADS, {})
+        super().__setstate__(state)
+        for name, p in self.named_parameters():
+            p.grad = grads.get(name)
