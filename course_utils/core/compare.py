@@ -7,6 +7,7 @@ are compared item by item so the message points at the first differing element.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
@@ -45,10 +46,14 @@ def _tensors(expected: torch.Tensor, got: Any, atol: float, rtol: float) -> str 
 
 
 def _numbers(expected: float, got: Any, atol: float, rtol: float) -> str | None:
+    """An expected int needs an integer (a Python or numpy integer; not a bool, a float or a
+    tensor), exactly equal; an expected float takes an int or a float within tolerance."""
+    if isinstance(expected, int) and not isinstance(expected, bool):
+        if isinstance(got, bool) or not isinstance(got, numbers.Integral):
+            return f"expected an integer, got {type(got).__name__} {describe(got)}"
+        return None if int(got) == expected else f"{got} != expected {expected}"
     if isinstance(got, bool) or not isinstance(got, int | float):
         return f"expected a number, got {type(got).__name__}"
-    if isinstance(expected, int) and not isinstance(expected, bool) and isinstance(got, int):
-        return None if got == expected else f"{got} != expected {expected}"
     if math.isclose(got, expected, rel_tol=rtol, abs_tol=atol):
         return None
     return f"{got!r} != expected {expected!r} (abs diff {abs(got - expected):.3g})"

@@ -2,12 +2,17 @@
 
 Modules, in the order a run uses them:
 
-- ``submissions``: find the notebooks, read each one as data, tell its lesson;
+- ``submissions``: find the notebooks (one row per path; only regular files read, links kept in
+  the class folder), read each one as data, tell its lesson, spot copies of course notebooks;
 - ``judging``: draw the cases, run the references, judge returned values (grading process);
-- ``sandbox`` -> ``supervise`` -> ``runner``: one fresh, limited process per submission that runs
-  its cells and returns its functions' values as tagged JSON (``wire``); ``procs`` cleans up;
-- ``batch``: the whole run (``grade``), ``--jobs`` at a time;
-- ``gradebook`` and ``report``: the CSV, the JSON and the class report.
+  ``text`` makes whatever a submission controls safe to show and write;
+- ``sandbox`` -> ``supervise`` -> (``jail``) -> ``runner``: one fresh, limited process per
+  submission that runs its cells (behind ``guard``'s audit hook) and returns its functions' values
+  as tagged JSON (``wire``), read back by ``results``; ``isolation`` decides what it can see (a
+  bank-less copy of the package; namespaces where they work); ``procs`` cleans up;
+- ``batch``: the whole run (``grade``), ``--jobs`` at a time, every failure one row's error;
+- ``gradebook`` and ``report``: the CSV, the JSON and the class report; ``outputs`` writes them
+  from the start of a run to its end (old ones set aside, progress as rows finish).
 
 Importing this package loads nothing: the submission's process imports ``runner`` through it.
 """

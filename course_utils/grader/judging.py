@@ -20,11 +20,11 @@ from typing import Any
 
 import torch
 
-from course_utils.core.compare import describe
 from course_utils.core.exercise import Case, Exercise, Outcome, run
-from course_utils.core.judging import Failure, UnreadableValue, case_problem, first_failure, judge_of
+from course_utils.core.judgement import Failure, UnreadableValue, case_problem, first_failure, judge_of
 from course_utils.grader import wire
 from course_utils.grader.sandbox import RunStatus
+from course_utils.grader.text import clean, shown
 
 STATUSES = ("pass", "fail", "error", "timeout", "missing", "malformed")
 
@@ -206,7 +206,7 @@ def prepare(lesson: str, seed: int) -> tuple[list[Prepared], dict[str, str]]:
 
 
 def _shown(outcome: Outcome) -> str:
-    return describe(outcome.error if outcome.error is not None else outcome.value)
+    return shown(outcome.error if outcome.error is not None else outcome.value)
 
 
 def _decode(raw: Any) -> Outcome:
@@ -221,22 +221,24 @@ def _received_outcome(raw: Any) -> Outcome:
     """A returned value as the judge sees it; one that cannot be read stands as an error."""
     try:
         return _decode(raw)
-    except (wire.WireError, RecursionError) as err:
-        return Outcome(error=UnreadableValue(str(err)))
+    except Exception as err:  # noqa: BLE001 - WireError, RecursionError, MemoryError: unreadable
+        return Outcome(error=UnreadableValue(clean(err, 300) if isinstance(err, wire.WireError)
+                                             else type(err).__name__))
 
 
 def _failure_verdict(failure: Failure) -> Verdict:
     case, expected, got = failure.case, failure.expected, failure.got
     if isinstance(got.error, UnreadableValue):
-        return Verdict("error", f"the value returned for case '{case.label}' could not be read "
-                       f"({got.error})", case=case.label, reason="unreadable return value")
-    shown = {"case": case.label, "expected": _shown(expected), "got": _shown(got)}
+        detail = f"the value returned for case '{case.label}' could not be read ({got.error})"
+        return Verdict("error", clean(detail, 2000), case=case.label, reason="unreadable return value")
+    both = {"case": case.label, "expected": _shown(expected), "got": _shown(got)}
     if got.error is not None and expected.error is None:
         kind = type(got.error).__name__
+        message = clean(got.error, 2000)
         if failure.unsolved:
-            return Verdict("error", f"not solved yet: {kind}: {got.error}", reason="not solved", **shown)
-        return Verdict("error", f"{kind}: {got.error}", reason=f"raises {kind}", **shown)
-    return Verdict("fail", failure.problem, reason=f"wrong on '{case.label}'", **shown)
+            return Verdict("error", f"not solved yet: {kind}: {message}", reason="not solved", **both)
+        return Verdict("error", f"{kind}: {message}", reason=clean(f"raises {kind}", 80), **both)
+    return Verdict("fail", clean(failure.problem, 2000), reason=f"wrong on '{case.label}'", **both)
 
 
 def _no_record(status: RunStatus) -> Verdict:
@@ -249,20 +251,36 @@ def _no_record(status: RunStatus) -> Verdict:
         return Verdict("error", "the grading supervisor was killed while this submission ran "
                        "(it kills its parent?)", reason="killed the supervisor")
     if status.problem:
-        return Verdict("error", status.problem, reason="no result")
+        return Verdict("error", clean(status.problem, 2000), reason="no result")
     return Verdict("error", f"the submission's process ended ({status.exit_text()}) before this "
                    "exercise ran", reason=f"process ended ({status.exit_text()})")
 
 
 def verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeout: float) -> Verdict:
-    """Judge one exercise from the runner's record (None when it never reported on it)."""
+    """Judge one exercise from the runner's record (None when it never reported on it).
+
+    Never raises: a record or a value the grader cannot judge is this exercise's error."""
+    try:
+        return _verdict(prep, record if isinstance(record, dict) or record is None else {}, status,
+                        step_timeout)
+    except Exception as err:  # noqa: BLE001 - RecursionError, MemoryError, a judge's own bug...
+        return Verdict("error", f"the grader could not judge this result ({type(err).__name__}: "
+                       f"{clean(err, 300)})", reason="could not be judged")
+
+
+def _text_field(record: dict, key: str, default: str, limit: int) -> str:
+    value = record.get(key, default)
+    return clean(value, limit) if isinstance(value, str) else default
+
+
+def _verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeout: float) -> Verdict:
     if record is None:
         return _no_record(status)
-    state, detail = record.get("state"), str(record.get("detail", ""))[:2000]
+    state, detail = record.get("state"), _text_field(record, "detail", "", 2000)
     if state == "missing":
         return Verdict("missing", detail, reason="missing")
     if state == "error":
-        return Verdict("error", detail, reason=str(record.get("kind", "error"))[:80])
+        return Verdict("error", detail, reason=_text_field(record, "kind", "error", 80))
     outcomes = record.get("outcomes")
     if state != "ran" or not isinstance(outcomes, list) or len(outcomes) > len(prep.cases):
         return Verdict("error", "the submission's result is unreadable", reason="unreadable result")
@@ -271,7 +289,7 @@ def verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeout
     if failure is not None:
         return _failure_verdict(failure)
     stopped = record.get("timeout_at")
-    if stopped is not None and len(outcomes) < len(prep.cases):
+    if stopped is not None and stopped is not False and len(outcomes) < len(prep.cases):
         label = prep.cases[len(outcomes)].label
         return Verdict("timeout", f"case '{label}' ran out of time ({step_timeout:g} s per exercise)",
                        case=label, reason="timeout")

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_utils.course.workspace import read_notebook
+from course_utils.core.errors import CourseError
 from course_utils.grader.batch import Options, grade
 from course_utils.grader.sandbox import Limits
+from course_utils.grader.submissions import parse, read_capped
 
 
 @dataclass(frozen=True)
@@ -35,14 +36,29 @@ def _detail(verdict) -> str:
     return verdict.detail
 
 
+def _readable(path: Path) -> None:
+    """A clear CourseError unless ``path`` is a notebook; reads only a regular file, never waits."""
+    try:
+        parse(read_capped(path, follow=True))
+    except FileNotFoundError:
+        raise CourseError(f"{path}: no such file") from None
+    except (OSError, ValueError) as err:
+        raise CourseError(f"{path}: cannot be read ({getattr(err, 'strerror', None) or err})") from None
+    except CourseError as err:
+        raise CourseError(f"{path}: {err}") from None
+
+
 def check_notebook(path: Path, timeout: float = 300, seed: int | None = None,
                    memory_mb: int = 4096) -> list[Verdict]:
     """Grade a learner's notebook exactly as ``course grade`` does (the same fresh, limited
     process running the cells in an IPython shell, the same cases and the same judge), so the
     two can never disagree. The learner's file is only read."""
-    read_notebook(path)  # a missing or broken file is one clear message
-    options = Options(limits=Limits(timeout=timeout, memory_mb=memory_mb), seed=seed, progress=False)
+    _readable(Path(path))  # a missing or broken file is one clear message
+    options = Options(limits=Limits(timeout=timeout, memory_mb=memory_mb), seed=seed, progress=False,
+                      flag_copies=False)  # a learner checking a copy of the solution fools only themselves
     graded = grade([path], options)
+    if graded.status == "interrupted":
+        raise KeyboardInterrupt
     row = graded.rows[0]
     found = [Verdict(ex_id, _learner_status(v), _detail(v)) for ex_id, v in row.verdicts.items()]
     return found + [Verdict(ex_id, "not graded", f"{why}; run its check() cell in the notebook")

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from course_utils.grader.gradebook import Row
+from course_utils.grader.text import clean
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,21 @@ def chart_png(stats: list[ExerciseStats]) -> bytes:
     return buf.getvalue()
 
 
-def html_page(stats: list[ExerciseStats], rows: list[Row], meta: dict) -> str:
-    """A self-contained page: run facts, the chart, the per-exercise table, the gradebook."""
-    esc = html.escape
-    png = base64.b64encode(chart_png(stats)).decode("ascii")
-    facts = ", ".join(f"{esc(str(k))}: {esc(str(v))}" for k, v in meta.items())
+def html_page(stats: list[ExerciseStats], rows: list[Row], meta: dict, chart: bool = True) -> str:
+    """A self-contained page: run facts, the chart, the per-exercise table, the gradebook.
+
+    ``chart=False`` (while the run is in progress) leaves the chart out."""
+    def esc(text) -> str:
+        return html.escape(clean(text))
+
+    img = ""
+    if chart:
+        png = base64.b64encode(chart_png(stats)).decode("ascii")
+        img = f'<img alt="pass rate per exercise" src="data:image/png;base64,{png}">'
+    facts = ", ".join(f"{esc(k)}: {esc(v)}" for k, v in meta.items())
+    status = str(meta.get("status", "complete"))
+    banner = "" if status == "complete" else (
+        f"<p><strong>Run {esc(status)}: this is not a complete gradebook.</strong></p>")
     ex_rows = "".join(
         f"<tr><td>{esc(s.exercise_id)}</td><td>{s.passed}/{s.graded}</td><td>{s.rate:.0%}</td>"
         f"<td>{esc(', '.join(f'{k} {n}' for k, n in sorted(s.counts.items())))}</td>"
@@ -97,8 +108,8 @@ def html_page(stats: list[ExerciseStats], rows: list[Row], meta: dict) -> str:
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;margin:1em 0}}
 td,th{{border:1px solid #ccc;padding:3px 8px;text-align:left}} .pass{{background:#dff0d8}}
 .fail,.error,.timeout{{background:#f2dede}} .missing,.malformed{{background:#fcf8e3}}</style></head>
-<body><h1>Class report</h1><p>{facts}</p>
-<img alt="pass rate per exercise" src="data:image/png;base64,{png}">
+<body><h1>Class report</h1>{banner}<p>{facts}</p>
+{img}
 <h2>Per exercise</h2><table><tr><th>exercise</th><th>pass</th><th>rate</th><th>statuses</th>
 <th>most common failure</th></tr>{ex_rows}</table>
 <h2>Gradebook</h2><table><tr><th>submission</th>{heads}<th>total</th><th>note</th></tr>{book}</table>

@@ -3,9 +3,10 @@
 Started by the supervisor as ``python -m course_utils.grader.runner WORKDIR``. Before any of the
 submission's code runs it
 
-- installs an audit hook (which, unlike an import hook, cannot be removed again) that refuses to
-  import ``course_utils.bank`` or to open a file under the bank or the course's ``solutions/``,
-  so the course's reference answers are out of reach of ``import`` and ``open``;
+- installs ``guard.install_guard``'s audit hook (which, unlike an import hook, cannot be removed
+  again): no import of ``course_utils.bank``, no opening anything in the bank or the course
+  checkout, by any path; and takes the checkout off the import path (``sys.path`` runs from a
+  copy of ``course_utils`` without the bank; ``isolation`` says what else keeps it out of reach);
 - replaces ``check`` and ``hint`` with no-ops: a notebook's own checks neither run nor print.
 
 It executes the notebook's code cells one by one in a real IPython shell (the same meaning as in
@@ -29,37 +30,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from course_utils.grader.guard import forget_checkout, install_guard
+
 
 class StepTimeout(BaseException):
     """Raised in the submission's code when one step overruns (BaseException: `except Exception`
     in the submission does not swallow it)."""
-
-
-def install_guard(blocked_dirs: list[str]) -> None:
-    """Refuse imports of the exercise bank and opening files under ``blocked_dirs``, for good.
-
-    The hook keeps its settings in constants and a closure, and refuses the introspection that
-    could reach it (``gc.get_objects`` and friends, replacing a function's ``__code__``): from
-    Python it can be neither removed nor edited. Native code (ctypes) or a child process can
-    still get around it; the README's security notes say so.
-    """
-    roots = tuple(os.path.join(os.path.realpath(d), "") for d in blocked_dirs)
-
-    def hook(event: str, args: tuple) -> None:
-        if event == "import":
-            name = str(args[0])
-            if name == "course_utils.bank" or name.startswith("course_utils.bank."):
-                raise ImportError(f"{name} is not available while grading: the grader judges "
-                                  "your function against the reference, not the reference itself")
-        elif event == "open" and roots and isinstance(args[0], str | bytes | os.PathLike):
-            path = os.path.realpath(os.fsdecode(args[0]))
-            if path.startswith(roots) or os.path.join(path, "") in roots:
-                raise PermissionError(f"{path} is not readable while grading")
-        elif event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents") or (
-                event == "object.__setattr__" and args[1] == "__code__"):
-            raise PermissionError(f"{event} is not available while grading")
-
-    sys.addaudithook(hook)
 
 
 def _inert(*args, **kwargs) -> None:
@@ -93,7 +69,9 @@ def make_shell(namespace: dict):
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "nocolor"
-    GradingShell.clear_instance()
+    for klass in GradingShell.mro():  # an earlier shell (tests make several) stays a singleton
+        if "_instance" in vars(klass):
+            klass._instance = None
     return GradingShell.instance(config=config, user_ns=namespace)
 
 
@@ -287,7 +265,8 @@ def load_cases(blob: bytes) -> dict[str, list[tuple[tuple, dict]]]:
 def main(workdir: str) -> None:
     """Run one submission as ``plan.json`` and ``cases.pkl`` in ``workdir`` describe."""
     plan = json.loads(Path(workdir, "plan.json").read_text(encoding="utf-8"))
-    install_guard(plan["blocked_dirs"])
+    install_guard(plan["blocked_dirs"], plan.get("allowed_dirs", ()))
+    forget_checkout(plan["blocked_dirs"], plan.get("allowed_dirs", ()))
     import torch
 
     torch.set_num_threads(1)
@@ -310,7 +289,18 @@ def main(workdir: str) -> None:
         results.write(_line(record))
     results.write(json.dumps({"event": "done"}) + "\n")
     results.flush()
+    flush_output(step)
     os._exit(0)  # skip atexit handlers the submission may have registered
+
+
+def flush_output(step: float) -> None:
+    """What the learner printed and Python still buffers reaches the supervisor before exit."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            with time_limit(min(step, 5.0)):
+                stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - a stream the submission broke: nothing to keep
+            pass
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ it adopted during the run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -21,10 +22,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_utils.grader import procs
+from course_utils.grader import isolation, procs
+from course_utils.grader.results import read_results, read_results_fd  # noqa: F401 - read_results re-exported
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 TOKEN_VAR = "MPS_DETECTIVE_GRADING"
@@ -62,6 +65,7 @@ class RunStatus:
     stderr_bytes: int = 0
     wall_s: float = 0.0
     swept: int = 0
+    isolation: str = ""
 
     def exit_text(self) -> str:
         """How the process ended, in words ("exit code 3", "killed by SIGKILL")."""
@@ -84,27 +88,6 @@ def course_paths() -> tuple[str, list[str]]:
     package = Path(course_utils.__file__).resolve().parent
     blocked = [package / "bank", course_root() / "solutions"]
     return str(package.parent), [str(p) for p in blocked if p.is_dir()]
-
-
-def read_results(path: Path, cap: int) -> tuple[list[dict], str | None]:
-    """The JSON lines the submission's process wrote, reading at most ``cap`` bytes."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(cap + 1)
-    except OSError:
-        return [], None
-    problem = None
-    if len(raw) > cap:
-        raw, problem = raw[:cap], f"its results exceed {cap // 2**20} MB; the rest was ignored"
-    records = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
-        try:
-            item = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(item, dict):
-            records.append(item)
-    return records, problem
 
 
 def _json_lines(raw: bytes) -> list[dict]:
@@ -135,10 +118,19 @@ def _status(final: dict, cap: int) -> RunStatus:
 class Sandbox:
     """Starts supervisors for one grading run and cleans up after every one of them."""
 
-    def __init__(self, limits: Limits, reap_orphans: bool = False):
+    def __init__(self, limits: Limits, reap_orphans: bool = False, isolate: str = "guards",
+                 class_roots: list[str] | tuple[str, ...] = ()):
         self.limits, self.reap_orphans = limits, reap_orphans
         self.run_token = secrets.token_hex(8)
-        self.root, self.blocked = course_paths()
+        # one folder per run: the bank-less copy of the package, then one folder per submission
+        self.run_dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self.root = str(isolation.copy_package(self.run_dir))
+        try:
+            self.isolation = isolation.choose(isolate, list(class_roots), self.run_dir)
+        except BaseException:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise
+        self.blocked = self.isolation.blocked
         self.live: set[int] = set()
         self.lock = threading.Lock()
         self.count = 0
@@ -152,6 +144,7 @@ class Sandbox:
             "PATH": os.environ.get("PATH", os.defpath), "HOME": str(workdir),
             "TMPDIR": str(workdir / "tmp"), "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8",
             "PYTHONPATH": self.root, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0",
+            "PYTHONUNBUFFERED": "1", "PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
             "MALLOC_ARENA_MAX": "2", "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(workdir / "tmp"),
             "MPS_DETECTIVE_DEVICE": "cpu", "MPS_DETECTIVE_HOME": str(workdir / "tmp"),
@@ -160,7 +153,12 @@ class Sandbox:
 
     def _spec(self, workdir: Path, token: str) -> dict:
         lim = self.limits
-        return {"cmd": [sys.executable, "-m", "course_utils.grader.runner", str(workdir)],
+        jail = workdir.parent / f"{workdir.name}.jail.json"
+        if self.isolation.mode == "namespaces":
+            jail.write_text(json.dumps(self.isolation.jail_spec(keep=[self.root, str(workdir)],
+                                                                writable=[str(workdir)])), encoding="utf-8")
+        cmd = self.isolation.command(jail, [sys.executable, "-m", "course_utils.grader.runner", str(workdir)])
+        return {"cmd": cmd,
                 "cwd": str(workdir), "env": self._env(workdir, token), "timeout": lim.timeout,
                 "memory_bytes": lim.memory_mb * 2**20 if lim.memory_mb else None,
                 "cpu_seconds": int(lim.timeout) + 2, "fsize_bytes": lim.result_cap,
@@ -170,22 +168,31 @@ class Sandbox:
         """Run a submission's ``cells`` and call its answers on the pickled cases."""
         with self.lock:
             self.count += 1
-            token = f"{self.run_token}.{self.count}"
-        workdir = Path(tempfile.mkdtemp(prefix="course-grade-"))
+            number = self.count
+            token = f"{self.run_token}.{number}"
+        workdir = self.run_dir / f"submission-{number}"
+        results = -1
         try:
-            (workdir / "tmp").mkdir()
+            (workdir / "tmp").mkdir(parents=True, mode=0o700)
             plan = {"cells": cells, "exercises": exercises, "step_timeout": self.limits.step_timeout,
-                    "blocked_dirs": self.blocked}
+                    "blocked_dirs": self.blocked, "allowed_dirs": self.isolation.allowed}
             (workdir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
             (workdir / "cases.pkl").write_bytes(cases_blob)
+            # the grader reads the results through its own descriptor: whatever the submission
+            # later puts at that path (a FIFO, a link to /dev/zero) is never opened here
+            results = os.open(workdir / "results.jsonl", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                              0o600)
             spec_path = workdir / "spec.json"
             spec_path.write_text(json.dumps(self._spec(workdir, token)), encoding="utf-8")
             status = self._supervise(spec_path, token)
-            status.records, status.problem = read_results(workdir / "results.jsonl",
-                                                          self.limits.result_cap)
+            status.records, status.problem = read_results_fd(results, self.limits.result_cap)
+            status.isolation = self.isolation.mode
             return status
         finally:
+            if results >= 0:
+                os.close(results)
             shutil.rmtree(workdir, ignore_errors=True)
+            (workdir.parent / f"{workdir.name}.jail.json").unlink(missing_ok=True)
 
     def _supervise(self, spec_path: Path, token: str) -> RunStatus:
         with self.lock:
@@ -193,13 +200,8 @@ class Sandbox:
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, start_new_session=True)
             self.live.add(sup.pid)
-        hung = False
         try:
-            out, err = sup.communicate(timeout=self.limits.timeout + GRACE_S)
-        except subprocess.TimeoutExpired:
-            hung = True
-            sup.kill()
-            out, err = sup.communicate()
+            hung, out, err = self._wait(sup)
         finally:
             with self.lock:
                 self.live.discard(sup.pid)
@@ -211,6 +213,26 @@ class Sandbox:
             return RunStatus(supervisor_died=True, timed_out=hung,
                              stderr=err.decode("utf-8", "replace")[-self.limits.output_cap:])
         return _status(final, self.limits.output_cap)
+
+    def _wait(self, sup: subprocess.Popen) -> tuple[bool, bytes, bytes]:
+        """The supervisor's output, waiting at most ``timeout`` + ``GRACE_S`` (the deadline the
+        grader enforces itself); a stopped supervisor is resumed (SIGCONT) every second."""
+        deadline = time.monotonic() + self.limits.timeout + GRACE_S
+        while True:
+            try:
+                out, err = sup.communicate(timeout=max(0.05, min(1.0, deadline - time.monotonic())))
+                return False, out, err
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    break
+                with contextlib.suppress(OSError):
+                    sup.send_signal(signal.SIGCONT)
+        sup.kill()
+        try:
+            out, err = sup.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # its pipes held open by someone else: give up on them
+            out, err = b"", b""
+        return True, out or b"", err or b""
 
     def _rescue(self, child: int | None, token: str) -> None:
         """The supervisor died: end the submission's processes ourselves."""
@@ -255,6 +277,7 @@ class Sandbox:
         killed = self.final_sweep()
         if self.reap_orphans:
             procs.become_subreaper(False)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
         return killed
 
     def interrupt(self) -> None:

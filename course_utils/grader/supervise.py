@@ -89,9 +89,19 @@ def _drain(sel: selectors.BaseSelector, wait: float) -> None:
             sel.unregister(key.fileobj)
 
 
+def _resume(pid: int) -> None:
+    """SIGCONT to the grader: a submission that stops it (SIGSTOP) does not stall the run."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+
+
 def _watch(child: subprocess.Popen, sel, deadline: float, stop: list) -> bool:
     """Read output until the child exits, the deadline passes (True) or we are told to stop."""
+    grader = os.getppid()
     while child.poll() is None and not stop:
+        _resume(grader)
         left = deadline - time.monotonic()
         if left <= 0:
             return True
@@ -143,6 +153,7 @@ def supervise(spec: dict) -> dict:
         sel.register(stream, selectors.EVENT_READ, capture)
     timed_out = _watch(child, sel, started + spec["timeout"], stop)
     swept = _clean_up(child, token)
+    _resume(os.getppid())
     end = time.monotonic() + 1.0
     while sel.get_map() and time.monotonic() < end:  # writers are dead: read to EOF
         _drain(sel, 0.05)

@@ -252,6 +252,8 @@ def _decode_tagged(obj: dict, depth: int, budget: _Budget) -> Any:
 
 
 def _owner(root: torch.nn.Module, dotted: str) -> tuple[torch.nn.Module, str]:
+    if len(dotted) > 1000 or dotted.count(".") > MAX_DEPTH:
+        raise WireError("module nested too deeply")
     *path, leaf = dotted.split(".")
     node = root
     for part in path:

@@ -1,0 +1,142 @@
+"""What a submission's process may see of the course, and how it is kept from the rest.
+
+``course grade`` runs every submission against a *copy* of ``course_utils`` that has no ``bank/``
+(made once per run, in the run's own temporary folder), with its working folder as the current
+folder and nothing of the course checkout on ``sys.path``. On top of that, one of two modes:
+
+- ``namespaces`` (Linux with user namespaces, the default where it works): the submission runs in
+  ``jail.py``'s namespaces, where the course checkout, the run's other folders and the class
+  folders are empty, ``/proc`` shows only its own processes, there is no network and it holds no
+  capability. Nothing it does in Python, native code or a child process can reach the references
+  or signal the grader.
+- ``guards`` (macOS; Linux without user namespaces; ``--isolation guards``): only the in-process
+  audit hook (``guard.py``) refuses to import the bank or open anything in the checkout. Native
+  code or a child process gets around it (the README's security model says so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+JAIL = Path(__file__).with_name("jail.py")
+MODES = ("auto", "namespaces", "guards")
+
+
+def package_dir() -> Path:
+    import course_utils
+
+    return Path(course_utils.__file__).resolve().parent
+
+
+def checkout() -> Path | None:
+    """The course checkout the package lives in (a folder with notebooks/ or solutions/), if any."""
+    root = package_dir().parent
+    return root if (root / "notebooks").is_dir() or (root / "solutions").is_dir() else None
+
+
+def python_dirs() -> list[str]:
+    """Where the interpreter and its packages live: a submission's process must read these."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted(os.path.realpath(p) for p in found)
+
+
+def references() -> list[str]:
+    """Folders a submission may not read: the bank, and the whole checkout (solutions, tests and
+    their fixtures, notebooks, git history...) when the package lives in one."""
+    found = [package_dir() / "bank"]
+    root = checkout()
+    if root is not None:
+        found.append(root)
+    return [str(p) for p in found]
+
+
+def copy_package(run_dir: Path) -> Path:
+    """``course_utils`` without ``bank/`` (and without caches) under ``run_dir``; returns the folder
+    to put on the submission's ``sys.path``."""
+    target = run_dir / "course"
+    shutil.copytree(package_dir(), target / "course_utils", symlinks=False,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.rmtree(target / "course_utils" / "bank", ignore_errors=True)
+    return target
+
+
+def _one_entry(folder: str, keep: list[str]) -> str | None:
+    """A path in ``folder`` that the jail must hide (not on the way to a kept folder)."""
+    try:
+        names = sorted(os.listdir(folder))[:200]
+    except OSError:
+        return None
+    for name in names:
+        path = os.path.join(folder, name)
+        if not any(k == path or k.startswith(path + os.sep) for k in keep):
+            return path
+    return None
+
+
+def probe(hidden: list[str], timeout: float = 20.0) -> str | None:
+    """None when ``jail.py`` works on this machine (a jailed Python is PID 1 and cannot see what
+    the hidden folders hold), else why not (one line)."""
+    if not sys.platform.startswith("linux"):
+        return f"namespaces need Linux (this is {sys.platform})"
+    gone = [p for p in (_one_entry(h, python_dirs()) for h in hidden) if p]
+    try:
+        done = subprocess.run([sys.executable, "-E", "-s", str(JAIL), "--probe", *hidden, "--", *gone],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"the namespace probe failed ({type(err).__name__})"
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return (why[-1][:200] if why else f"the namespace probe exited {done.returncode}")
+    return None
+
+
+@dataclass
+class Isolation:
+    """How this run's submissions are isolated, and what each one may see."""
+
+    mode: str  # "namespaces" or "guards"
+    reason: str = ""  # why "guards" when namespaces were wanted
+    hide: list[str] = field(default_factory=list)  # covered in namespaces mode
+    blocked: list[str] = field(default_factory=list)  # refused by the in-process guard
+    allowed: list[str] = field(default_factory=list)  # exceptions inside ``blocked``
+
+    def describe(self) -> str:
+        if self.mode == "namespaces":
+            return "namespaces (course checkout and class folders hidden, own /proc, no network)"
+        return f"in-process guards only ({self.reason})" if self.reason else "in-process guards only"
+
+    def jail_spec(self, keep: list[str], writable: list[str]) -> dict:
+        return {"hide": self.hide, "keep": python_dirs() + keep, "writable": writable,
+                "no_network": True}
+
+    def command(self, spec_path: Path, command: list[str]) -> list[str]:
+        if self.mode != "namespaces":
+            return command
+        return [sys.executable, "-E", "-s", str(JAIL), str(spec_path), "--", *command]
+
+
+def choose(mode: str, class_roots: list[str], run_dir: Path) -> Isolation:
+    """The isolation for a run: ``auto`` takes namespaces where they work, else guards."""
+    if mode not in MODES:
+        raise ValueError(f"isolation must be one of {', '.join(MODES)}")
+    refs = references()
+    hide = sorted({*refs, *(os.path.realpath(r) for r in class_roots), str(run_dir)})
+    iso = Isolation("guards", hide=hide, blocked=refs, allowed=python_dirs() + [str(run_dir)])
+    if mode == "guards" or os.environ.get("MPS_DETECTIVE_ISOLATION") == "guards":
+        iso.reason = "asked for"
+        return iso
+    why = probe([r for r in hide if os.path.isdir(r)])
+    if why is None:
+        iso.mode = "namespaces"
+    elif mode == "namespaces":
+        from course_utils.core.errors import CourseError
+
+        raise CourseError(f"--isolation namespaces: not available here: {why}")
+    else:
+        iso.reason = f"namespaces unavailable: {why}"
+    return iso
