@@ -28,9 +28,8 @@ MODES = ("auto", "namespaces", "guards")
 
 
 def package_dir() -> Path:
-    import course_utils
-
-    return Path(course_utils.__file__).resolve().parent
+    """The ``course_utils`` folder (this file is ``course_utils/grader/isolation.py``)."""
+    return Path(__file__).resolve().parents[1]
 
 
 def checkout() -> Path | None:

@@ -119,9 +119,7 @@ def _inside(path: str, folder: str) -> bool:
 
 def course_folders() -> list[str]:
     """The course's own folders a link in a class may not lead into (solutions, tests, package)."""
-    import course_utils
-
-    package = Path(course_utils.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # course_utils/grader/submissions.py
     root = package.parent
     return [str(p) for p in (root / "solutions", root / "tests", root / "exercises", package) if p.is_dir()]
 
