@@ -373,7 +373,8 @@ def test_does_the_guard_refuse_every_pure_python_way_to_the_references(tmp_path)
 JAILED = r'''
 import json, os, socket, sys
 facts = {"pid": os.getpid(), "processes": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-         "hidden": os.listdir(sys.argv[1]), "kept": os.listdir(sys.argv[2])}
+         "hidden": os.listdir(sys.argv[1]), "kept": os.listdir(sys.argv[2]),
+         "bank": os.listdir(os.path.join(sys.argv[2], "bank"))}
 try:
     socket.create_connection(("192.0.2.1", 80), timeout=1)
     facts["network"] = "up"
@@ -397,14 +398,17 @@ def test_does_the_jail_hide_the_course_and_the_machine(tmp_path):
     kept.mkdir(parents=True)
     (hidden / "solution.txt").write_text("42")
     (kept / "python-lives-here").write_text("")
+    (kept / "bank").mkdir()  # hidden again inside a kept folder (a package installed there)
+    (kept / "bank" / "reference.py").write_text("answer = 42")
     spec = tmp_path / "jail.json"
-    spec.write_text(json.dumps({"hide": [str(hidden)], "keep": isolation.python_dirs() + [str(kept)],
-                                "writable": []}))
+    spec.write_text(json.dumps({"hide": [str(hidden), str(kept / "bank")],
+                                "keep": isolation.python_dirs() + [str(kept)], "writable": []}))
     command = [sys.executable, "-I", "-c", JAILED, str(hidden), str(kept)]
     done = subprocess.run([sys.executable, "-E", "-s", str(GRADER / "jail.py"), str(spec), "--", *command],
                           capture_output=True, text=True, timeout=60)
     facts = json.loads(done.stdout)
     assert (facts["pid"], facts["processes"]) == (2, [1, 2]), done.stderr  # PID 1: the jail's init
-    assert facts["hidden"] == ["env"] and facts["kept"] == ["python-lives-here"]
+    assert facts["hidden"] == ["env"] and sorted(facts["kept"]) == ["bank", "python-lives-here"]
+    assert facts["bank"] == []
     assert facts["network"] == "down" and facts["capabilities"] == ["0000000000000000"]
     assert facts["hidden_writable"] is False

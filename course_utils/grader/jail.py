@@ -114,6 +114,9 @@ def _cover(hide: list[str], keep: list[str], writable: list[str]) -> None:
                 if not any(_inside(kept, w) for w in writable):
                     _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=64k,mode=0755")
+    for folder in hide:  # hidden inside a folder mounted back (a package installed in the environment)
+        if any(_inside(folder, k) and folder != k for k in back) and os.path.isdir(folder):
+            _mount("none", folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,mode=0555")
     for fd in fds.values():
         os.close(fd)
 
