@@ -169,7 +169,7 @@ def test_no_two_modules_share_a_file_name():
     for name, paths in sorted(by_name.items()):
         if len(paths) < 2:
             continue
-        # The bank's registry names a lesson's modules for it: `lessonNN/quiz.py` in every lesson,
+        # The bank's registry names a lesson's modules for it: `lessonNN/mastery_quiz.py` in every lesson,
         # `lessonNN/<exercise>.py` after the id's second half. Such a module is known by lesson and
         # name (its exercise id), so a name repeated only across different lesson packages is fine.
         lessons = [_bank_lesson_folder(p) for p in paths]

@@ -3,7 +3,7 @@
 Layout: one package per lesson (``lesson01/``), one module per exercise named after the part of
 its id after the dot (``lesson01/batch_bytes.py`` declares ``EXERCISE = Exercise(id="01.batch_bytes",
 ...)`` beside its reference, cases, judge, hints and mutants), and the lesson's mastery quiz in
-``lessonNN/quiz.py`` as ``QUIZ``. Modules are discovered by name: an exercise registers itself by
+``lessonNN/mastery_quiz.py`` as ``QUIZ``. Modules are discovered by name: an exercise registers itself by
 existing. The lesson's ``__init__.py`` may list its exercise modules in ``ORDER``, the order the
 lesson teaches them; the others follow in name order. (A plain ``lessonNN.py`` module exporting
 ``EXERCISES`` is read too.)

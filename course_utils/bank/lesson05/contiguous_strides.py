@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
+
+import torch
 
 from course_utils.bank.lesson05._shared import Shape
 from course_utils.core.compare import mismatch
@@ -16,6 +19,17 @@ def contiguous_strides(shape: Shape) -> Shape:
         strides.append(step)
         step *= max(size, 1)  # a size-0 dimension must not zero the strides before it
     return tuple(reversed(strides))
+
+
+def _front_to_back(shape: Shape) -> list[int]:
+    """An alternative answer: each stride is the product of the sizes after it, as a list."""
+    out = []
+    for d in range(len(shape)):
+        step = 1
+        for size in shape[d + 1:]:
+            step *= size if size > 0 else 1
+        out.append(step)
+    return out
 
 
 def _fixed() -> list[Case]:
@@ -58,5 +72,11 @@ EXERCISE = Exercise(
             "strides.append(step)\n        step *= max(size, 1)",
             "step *= size\n        strides.append(step)")),
         "assumes at least one dimension": lambda shape: contiguous_strides(shape) or (1,),
+    },
+    alternatives={
+        "asks PyTorch": lambda shape: torch.empty(shape).stride(),
+        "from the rule: the product of the (at least 1) sizes after each dimension":
+            lambda shape: tuple(math.prod(max(n, 1) for n in shape[i + 1:]) for i in range(len(shape))),
+        "a list, built front to back": _front_to_back,
     },
 )

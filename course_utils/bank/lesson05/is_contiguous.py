@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+
+import torch
 
 from course_utils.bank.lesson05._shared import LAYOUTS, Shape, random_layout
 from course_utils.bank.lesson05.contiguous_strides import contiguous_strides
@@ -23,6 +26,22 @@ def is_contiguous(shape: Shape, strides: Shape) -> bool:
             return False
         expected *= size
     return True
+
+
+def _from_new_strides(shape: Shape, strides: Shape) -> bool:
+    """An alternative answer: compare with a new tensor's strides, except where the size is 1."""
+    if 0 in shape:
+        return True
+    return all(have == want for n, have, want in zip(shape, strides, contiguous_strides(shape))
+               if n != 1)
+
+
+def _walks_in_order(shape: Shape, strides: Shape) -> bool:
+    """An alternative answer, from the definition: visiting the elements in row-major order
+    reaches consecutive storage positions."""
+    positions = [sum(i * s for i, s in zip(index, strides))
+                 for index in itertools.product(*(range(n) for n in shape))]
+    return all(b - a == 1 for a, b in zip(positions, positions[1:]))
 
 
 def _fixed() -> list[Case]:
@@ -54,5 +73,16 @@ EXERCISE = Exercise(
         "only checks that strides decrease":
             lambda shape, strides: list(strides) == sorted(strides, reverse=True),
         "only checks the last stride is 1": lambda shape, strides: not strides or strides[-1] == 1,
+    },
+    equivalent={
+        "keyword dropped: `zip(shape, strides, strict=True)` -> `zip(shape, strides)`":
+            "shape and strides always have the same length: strict never raises",
+        "constant: `True` -> `False` #3": "zip(..., strict=False): shape and strides always have the "
+                                          "same length, so strict never raises",
+    },
+    alternatives={
+        "asks PyTorch": lambda shape, strides: torch.empty_strided(shape, strides).is_contiguous(),
+        "from the rule: the strides of a new tensor, size-1 dimensions skipped": _from_new_strides,
+        "from the definition: a row-major walk reaches consecutive positions": _walks_in_order,
     },
 )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import torch
+
 from course_utils.bank.lesson05._shared import Shape, random_layout
 from course_utils.bank.lesson05.contiguous_strides import contiguous_strides
 from course_utils.core.exercise import Case, Exercise, patched
@@ -12,6 +14,20 @@ from course_utils.core.exercise import Case, Exercise, patched
 def storage_index(index: Shape, shape: Shape, strides: Shape, offset: int) -> int:
     """Reference: where element ``t[index]`` sits in the storage."""
     return offset + sum(i * s for i, s in zip(index, strides, strict=True))
+
+
+def _as_strided(index: Shape, shape: Shape, strides: Shape, offset: int) -> int:
+    """An alternative answer: a view over arange holds its own storage positions."""
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    return torch.arange(offset + span).as_strided(shape, strides, offset)[index].item()
+
+
+def _walk(index: Shape, shape: Shape, strides: Shape, offset: int) -> int:
+    """An alternative answer: start at the offset and step each dimension's stride i times."""
+    position = offset
+    for d in range(len(index)):
+        position += index[d] * strides[d]
+    return position
 
 
 def _fixed() -> list[Case]:
@@ -51,5 +67,17 @@ EXERCISE = Exercise(
             storage_index(index, shape, contiguous_strides(shape), offset),
         "pairs the index with reversed strides": lambda index, shape, strides, offset:
             storage_index(index, shape, tuple(reversed(strides)), offset),
+    },
+    equivalent={
+        "swapped arguments: `zip(index, strides, strict=True)` -> `zip(strides, index, strict=True)`":
+            "i * s == s * i: the sum of products does not depend on the pairs' order",
+        "keyword dropped: `zip(index, strides, strict=True)` -> `zip(index, strides)`":
+            "index and strides always have the same length: strict never raises",
+        "constant: `True` -> `False`": "zip(..., strict=False): index and strides always have the "
+                                       "same length, so strict never raises",
+    },
+    alternatives={
+        "asks PyTorch: as_strided over arange": _as_strided,
+        "from the rule: a running position, one dimension at a time": _walk,
     },
 )

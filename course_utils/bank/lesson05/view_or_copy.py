@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import torch
+
 from course_utils.bank.lesson05._shared import LAYOUTS, Shape, random_layout
 from course_utils.bank.lesson05.is_contiguous import is_contiguous
 from course_utils.core.exercise import Case, Exercise, patched
@@ -51,6 +53,43 @@ def _random(rng: random.Random) -> Case:
                 (shape, strides, op))
 
 
+def _asks_pytorch(shape: Shape, strides: Shape, op: str) -> str:
+    """An alternative answer: make such a tensor, run the op, compare the storages."""
+    t = torch.empty_strided(shape, strides)
+    try:
+        out = eval(op, {"t": t})  # noqa: S307 - one of the exercise's ten op strings
+    except RuntimeError:
+        return "error"
+    return "view" if out.untyped_storage().data_ptr() == t.untyped_storage().data_ptr() else "copy"
+
+
+def _mergeable(shape: Shape, strides: Shape) -> bool:
+    """Whether the dimensions of size > 1, walked from the last, each step over the next."""
+    span = None
+    for size, stride in reversed(list(zip(shape, strides))):
+        if size == 1:
+            continue
+        if span is not None and stride != span:
+            return False
+        span = stride * size
+    return True
+
+
+_BY_OP = {
+    "t.contiguous()": lambda shape, strides: "view" if is_contiguous(shape, strides) else "copy",
+    "t.view(-1)": lambda shape, strides: "view" if _mergeable(shape, strides) else "error",
+    "t.reshape(-1)": lambda shape, strides: "view" if _mergeable(shape, strides) else "copy",
+    "t.flatten()": lambda shape, strides: "view" if _mergeable(shape, strides) else "copy",
+    "t.flip(0)": lambda shape, strides: "copy",
+    "t.clone()": lambda shape, strides: "copy",
+}
+
+
+def _table(shape: Shape, strides: Shape, op: str) -> str:
+    """An alternative answer: one rule per op, in a table (the stride-only ops are views)."""
+    return _BY_OP.get(op, lambda shape, strides: "view")(shape, strides)
+
+
 def _view_needs_contiguous(shape, strides, op):
     if op == "t.view(-1)":
         return "view" if is_contiguous(shape, strides) else "error"
@@ -80,5 +119,9 @@ EXERCISE = Exercise(
             view_or_copy, ("if flattens_in_place(", "if op == 't.view(-1)' and flattens_in_place(")),
         "flip is a view, as in NumPy":
             patched(view_or_copy, ("ALWAYS_VIEW:", 'ALWAYS_VIEW + ("t.flip(0)",):')),
+    },
+    alternatives={
+        "asks PyTorch: empty_strided, the op, and the storages compared": _asks_pytorch,
+        "from the rules: a table of one rule per op": _table,
     },
 )

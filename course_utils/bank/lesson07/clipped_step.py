@@ -51,7 +51,7 @@ EXERCISE = Exercise(
     fixed=_fixed,
     random=_random,
     n_random=8,
-    judge=model_judge,
+    judge=model_judge("model", "optimizer", "x", "y", "max_norm"),
     hints=("Clip between backward() and step(): after backward the gradients exist, after "
            "step it is too late.",
            "clip_grad_norm_ on all parameters at once: the total norm, not each tensor's."),

@@ -7,7 +7,7 @@ import random
 import torch
 import torch.nn.functional as F
 
-from course_utils.bank.lesson07._shared import gen
+from course_utils.bank.lesson07._shared import gen, value_judge
 from course_utils.core.exercise import Case, Exercise
 
 
@@ -29,14 +29,27 @@ def _fixed() -> list[Case]:
         _case("confident logits (scale 300): some targets get probability 0", 22, 6, 4, scale=300.0),
         _case("two classes, a transposed (non-contiguous) logits view", 23, 5, 2, transposed=True),
         _case("one sample, many classes", 24, 1, 50),
+        _case("7 samples, 3 classes, confident (scale 80), rows of a transposed view", 25, 7, 3,
+              scale=80.0, transposed=True),
     ]
 
 
 def _random(rng: random.Random) -> Case:
     n, c = rng.randint(1, 16), rng.randint(2, 12)
     scale = rng.choice((0.5, 1.0, 5.0, 200.0))
-    return _case(f"{n} samples, {c} classes, logit scale {scale}", rng.randint(25, 10**6), n,
+    return _case(f"{n} samples, {c} classes, logit scale {scale}", rng.randint(26, 10**6), n,
                  c, scale, rng.random() < 0.3)
+
+
+def _gathered(logits, targets):
+    """An alternative answer: log_softmax, then the target's entry of each row."""
+    return -F.log_softmax(logits, dim=1).gather(1, targets[:, None]).mean()
+
+
+def _logsumexp(logits, targets):
+    """An alternative answer from the formula: logsumexp(z) - z[target], averaged."""
+    picked = logits[torch.arange(len(targets)), targets]
+    return (torch.logsumexp(logits, dim=-1) - picked).mean()
 
 
 EXERCISE = Exercise(
@@ -47,6 +60,7 @@ EXERCISE = Exercise(
     random=_random,
     atol=1e-4,
     rtol=1e-4,
+    judge=value_judge("logits", "targets", atol=1e-4, rtol=1e-4),
     hints=("F.cross_entropy applies log_softmax itself: give it the raw logits.",
            "Never form probabilities and take their log: they underflow to 0 for confident "
            "logits."),
@@ -57,5 +71,14 @@ EXERCISE = Exercise(
             -torch.log(F.softmax(logits, dim=-1)[torch.arange(len(targets)), targets]).mean(),
         "log(softmax + 1e-8): finite, but capped":
             lambda logits, targets: F.nll_loss(torch.log(F.softmax(logits, dim=-1) + 1e-8), targets),
+    },
+    equivalent={
+        "contiguous added: `return F.cross_entropy(logits, targets)` -> "
+        "`return F.cross_entropy(logits, targets).contiguous()`":
+            "the loss is a 0-d tensor: .contiguous() returns it unchanged",
+    },
+    alternatives={
+        "log_softmax, then gather the targets": _gathered,
+        "logsumexp minus the target's logit": _logsumexp,
     },
 )
