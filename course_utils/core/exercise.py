@@ -31,19 +31,23 @@ class Case:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one call did: returned ``value`` or raised ``error``."""
+    """What one call did: returned ``value`` or raised ``error``. ``inputs`` are the ``(args,
+    kwargs)`` the call was given, as it left them (a judge compares them with the case's to see
+    whether the answer changed its inputs); None when the outcome came from another process
+    (``course grade`` sends back only the value)."""
 
     value: Any = None
     error: BaseException | None = None
+    inputs: tuple[tuple, dict] | None = field(default=None, repr=False, compare=False)
 
 
 def run(fn: Callable, case: Case) -> Outcome:
     """Call ``fn`` on a fresh copy of the case's arguments and capture the result or error."""
     args, kwargs = case.fresh_args()
     try:
-        return Outcome(value=fn(*args, **kwargs))
+        return Outcome(value=fn(*args, **kwargs), inputs=(args, kwargs))
     except Exception as err:  # noqa: BLE001 - the error is the outcome being graded
-        return Outcome(error=err)
+        return Outcome(error=err, inputs=(args, kwargs))
 
 
 Judge = Callable[[Outcome, Outcome, Case], "str | None"]

@@ -141,7 +141,8 @@ def _judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
     if set(want) != set(have):
         return f"the model's parameters changed: {sorted(have)} != {sorted(want)}"
     if got.value.training != expected.value.training:
-        return f"the model was switched to {'training' if got.value.training else 'eval'} mode: leave it as it was"
+        mode = "training" if got.value.training else "eval"
+        return f"the model was switched to {mode} mode: leave it as it was"
     born = getattr(got.value, "_case_parameters", None) or {}  # in check()'s process only
     for name, ref in want.items():
         p = have[name]
@@ -169,7 +170,7 @@ def _each_parameter(model: nn.Module) -> nn.Module:
 def _copy_into_fresh(model: nn.Module) -> nn.Module:
     """An alternative answer: audit by module, copy into a new row-major tensor, ``set_`` it."""
     for module in model.modules():
-        for name, p in list(module.named_parameters(recurse=False)):
+        for _name, p in list(module.named_parameters(recurse=False)):
             if p.stride() != torch.empty(p.shape).stride() and not p.is_contiguous():
                 fresh = torch.empty(p.shape, dtype=p.dtype, device=p.device)
                 fresh.copy_(p.detach())

@@ -32,16 +32,16 @@ def _from_new_strides(shape: Shape, strides: Shape) -> bool:
     """An alternative answer: compare with a new tensor's strides, except where the size is 1."""
     if 0 in shape:
         return True
-    return all(have == want for n, have, want in zip(shape, strides, contiguous_strides(shape))
+    return all(have == want for n, have, want in zip(shape, strides, contiguous_strides(shape), strict=False)
                if n != 1)
 
 
 def _walks_in_order(shape: Shape, strides: Shape) -> bool:
     """An alternative answer, from the definition: visiting the elements in row-major order
     reaches consecutive storage positions."""
-    positions = [sum(i * s for i, s in zip(index, strides))
+    positions = [sum(i * s for i, s in zip(index, strides, strict=False))
                  for index in itertools.product(*(range(n) for n in shape))]
-    return all(b - a == 1 for a, b in zip(positions, positions[1:]))
+    return all(b - a == 1 for a, b in zip(positions, positions[1:], strict=False))
 
 
 def _fixed() -> list[Case]:

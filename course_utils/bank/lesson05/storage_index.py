@@ -18,7 +18,7 @@ def storage_index(index: Shape, shape: Shape, strides: Shape, offset: int) -> in
 
 def _as_strided(index: Shape, shape: Shape, strides: Shape, offset: int) -> int:
     """An alternative answer: a view over arange holds its own storage positions."""
-    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=False))
     return torch.arange(offset + span).as_strided(shape, strides, offset)[index].item()
 
 

@@ -66,7 +66,7 @@ def _asks_pytorch(shape: Shape, strides: Shape, op: str) -> str:
 def _mergeable(shape: Shape, strides: Shape) -> bool:
     """Whether the dimensions of size > 1, walked from the last, each step over the next."""
     span = None
-    for size, stride in reversed(list(zip(shape, strides))):
+    for size, stride in reversed(list(zip(shape, strides, strict=False))):
         if size == 1:
             continue
         if span is not None and stride != span:
