@@ -16,17 +16,17 @@ import copy
 import io
 import json
 import re
-import warnings
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 
+from course_utils.core.check_calls import check_calls, parse_cell
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 RAISES_TAG = "raises-exception"  # nbval and nbclient let a cell with this tag fail
 BANNER_ID = "exercise-banner"
 _EXERCISE_COMMENT = re.compile(r"^\s*#\s*exercise:\s*(\S+)\s*$", re.MULTILINE)
-_CHECK_CALL = re.compile(r"\bcheck\(\s*(['\"])([^'\"]+)\1")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -53,17 +53,6 @@ def _is_marker(line: str) -> bool:
     return line.strip() in (BEGIN, END)
 
 
-def _parse(source: str) -> ast.Module | None:
-    """Parse a cell, blanking IPython magic and shell lines (% and !) so line numbers stay put."""
-    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in _lines(source)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # e.g. SyntaxWarning for "\d" in an author's string
-        try:
-            return ast.parse("\n".join(lines))
-        except (SyntaxError, ValueError):
-            return None
-
-
 def _names_loaded(tree: ast.Module) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -85,16 +74,6 @@ def _names_bound(tree: ast.Module | None) -> set[str]:
     return names
 
 
-def _calls_check(tree: ast.Module) -> bool:
-    """Whether the cell calls ``check(...)`` or ``something.check(...)``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if getattr(func, "id", None) == "check" or getattr(func, "attr", None) == "check":
-                return True
-    return False
-
-
 def _stub_runs_with_cell(tree: ast.Module | None, source: str, stub_lines: list[int]) -> bool:
     """Whether a stub sits outside every function body, so running the cell raises."""
     if tree is None:  # unparsable: trust indentation
@@ -110,9 +89,10 @@ def _exercise_id(cells: list[NotebookNode], index: int, stem: str) -> str:
     if own:
         return own.group(1)
     for cell in cells[index + 1:]:
-        call = _CHECK_CALL.search(cell.source) if cell.cell_type == "code" else None
-        if call:
-            return call.group(2)
+        calls = check_calls(cell.source) if cell.cell_type == "code" else []
+        named = [call.exercise_id for call in calls if call.exercise_id]
+        if named:
+            return named[0]
     return stem
 
 
@@ -196,14 +176,14 @@ def _tag_cells_that_raise(nb: NotebookNode, solution: NotebookNode,
         cell = nb.cells[index]
         if cell.cell_type != "code":
             continue
-        tree = _parse(cell.source)
+        tree = parse_cell(cell.source)
         raises = index in stubs and _stub_runs_with_cell(tree, cell.source, stubs[index])
         if tree is not None:
-            raises = raises or _calls_check(tree) or bool(_names_loaded(tree) & tainted)
+            raises = raises or bool(check_calls(tree)) or bool(_names_loaded(tree) & tainted)
         if raises:
             _add_tag(cell, RAISES_TAG)
         if index in stubs:
-            tainted |= _names_bound(_parse(solution.cells[index].source))
+            tainted |= _names_bound(parse_cell(solution.cells[index].source))
         elif raises:
             tainted |= _names_bound(tree)
 

@@ -30,6 +30,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from course_utils.core.check_calls import check_calls
 from course_utils.grader.guard import forget_checkout, install_guard
 
 
@@ -142,23 +143,6 @@ def run_cells(sources: list[str], namespace: dict, step: float) -> list[dict]:
     return problems
 
 
-def _check_calls(tree: ast.AST) -> list[tuple[str, str]]:
-    found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        if not (isinstance(func, ast.Name) and func.id == "check"
-                or isinstance(func, ast.Attribute) and func.attr == "check"):
-            continue
-        named = {k.arg: k.value for k in node.keywords}
-        ident = node.args[0] if node.args else named.get("exercise_id")
-        answer = node.args[1] if len(node.args) > 1 else named.get("answer")
-        if isinstance(ident, ast.Constant) and isinstance(ident.value, str) and answer is not None:
-            found.append((ident.value, ast.unparse(answer)))
-    return found
-
-
 def answer_names(sources: list[str]) -> dict[str, str]:
     """Exercise id -> the expression the notebook passes to ``check`` (the last call wins)."""
     answers: dict[str, str] = {}
@@ -167,7 +151,7 @@ def answer_names(sources: list[str]) -> dict[str, str]:
             tree = ast.parse(python_source(source))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        answers.update(_check_calls(tree))
+        answers.update((c.exercise_id, c.answer) for c in check_calls(tree) if c.exercise_id and c.answer)
     return answers
 
 

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_utils.core.check_calls import check_calls
 from course_utils.core.errors import CourseError
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
@@ -32,7 +33,7 @@ MAX_DEPTH = 32  # folder levels below a class folder
 MAX_ENTRIES = 200_000  # directory entries looked at per class folder
 READ_DEADLINE_S = 10.0
 _LESSON_IN_NAME = re.compile(r"(?<!\d)(\d\d)_")
-_LESSON_IN_CHECK = re.compile(r"""check\(\s*["'](\d\d)\.""")
+_LESSON_IN_ID = re.compile(r"(\d\d)\.")
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFDIR: "a folder"}
 
@@ -209,9 +210,10 @@ def lesson_of(path: Path, nb=None) -> str | None:
         return match.group(1)
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
         source = _text(cell.get("source")) if isinstance(cell, dict) else ""
-        match = _LESSON_IN_CHECK.search(source) if cell.get("cell_type") == "code" else None
-        if match:
-            return match.group(1)
+        calls = check_calls(source) if cell.get("cell_type") == "code" else []
+        lessons = [m.group(1) for c in calls if (m := _LESSON_IN_ID.match(c.exercise_id or ""))]
+        if lessons:
+            return lessons[0]
     return None
 
 
