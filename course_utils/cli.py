@@ -150,9 +150,9 @@ def _mutants(args) -> int:
 
 def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
-    from course_utils.course.drill_cli import run
+    from course_utils.course.drill_cli import play_round
 
-    return run(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
+    return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.core.compare import describe, mismatch
+from course_utils.core.compare import describe_value, mismatch
 
 
 def test_equal_tensors_match_even_when_layouts_differ():
@@ -44,6 +44,12 @@ def test_floats_use_tolerance_and_ints_are_exact():
     assert mismatch(10, 11) == "11 != expected 10"
 
 
-def test_describe_has_no_memory_addresses():
-    assert "0x" not in describe(torch.nn.Linear(2, 2)) or "Linear" in describe(torch.nn.Linear(2, 2))
-    assert describe(torch.zeros(2, 3)) == "tensor(shape=(2, 3), dtype=torch.float32, device=cpu)"
+def test_describe_value_has_no_memory_addresses():
+    class Plain:  # the default repr: <...Plain object at 0x7f...>
+        pass
+
+    assert "0x" not in describe_value(Plain()) and "Plain object>" in describe_value(Plain())
+    assert describe_value(torch.nn.Linear(2, 2)) == "Linear(in_features=2, out_features=2, bias=True)"
+    assert describe_value(torch.zeros(2, 3)) == "tensor(shape=(2, 3), dtype=torch.float32, device=cpu)"
+    assert describe_value(ValueError("bad")) == "ValueError: bad"
+    assert describe_value("x" * 200) == "'" + "x" * 116 + "..."

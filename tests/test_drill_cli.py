@@ -27,13 +27,13 @@ def answers_for(seed: int, count: int, right: list[bool], category=None) -> str:
 
 def play(text: str, **kwargs) -> str:
     out = io.StringIO()
-    assert drill_cli.run(stdin=io.StringIO(text), out=out, allow_pipe=True, **kwargs) == 0
+    assert drill_cli.play_round(stdin=io.StringIO(text), out=out, allow_pipe=True, **kwargs) == 0
     return out.getvalue()
 
 
 def test_without_a_terminal_and_without_stdin_flag_it_stops_with_a_clear_message():
     with pytest.raises(CourseError, match="not a terminal.*--stdin"):
-        drill_cli.run(stdin=io.StringIO("A\n"), out=io.StringIO())
+        drill_cli.play_round(stdin=io.StringIO("A\n"), out=io.StringIO())
     assert history()["sessions"] == []
 
 
@@ -71,7 +71,7 @@ def test_a_category_limits_the_round():
 
 def test_an_unknown_category_lists_the_categories():
     with pytest.raises(CourseError, match="choose one of: gradients, losses"):
-        drill_cli.run(category="nope", stdin=io.StringIO(""), out=io.StringIO(), allow_pipe=True)
+        drill_cli.play_round(category="nope", stdin=io.StringIO(""), out=io.StringIO(), allow_pipe=True)
 
 
 def test_a_question_mark_runs_the_buggy_code_and_shows_its_measured_symptom():

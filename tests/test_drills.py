@@ -152,7 +152,7 @@ def test_the_distributed_drill_hangs_then_is_diagnosed_and_fixed_within_its_boun
     start = time.monotonic()
     result = distributed.investigate(timeout_s=1.5, bound_s=40)
     assert time.monotonic() - start < 45 and not result.killed
-    text = distributed.describe(result)
+    text = distributed.stable_report(result)
     bug, monitored, detail, fix = (result.phases[p] for p in
                                    ("bug", "monitored_barrier", "DETAIL", "fix"))
     assert [distributed.classify(r["error"]) for r in bug] == ["timed out", "timed out"]
@@ -180,7 +180,7 @@ def test_a_worker_that_never_returns_is_killed_at_the_hard_bound():
     result = distributed.launch([("sleeps", "import time\ntime.sleep(120)\n", "OFF")],
                                 timeout_s=1.0, bound_s=8)
     assert result.killed and time.monotonic() - start < 20
-    assert "within the 8 s bound: False" in distributed.describe(result)
+    assert "within the 8 s bound: False" in distributed.stable_report(result)
 
 
 @pytest.mark.parametrize("trip", [copy.deepcopy, lambda obj: pickle.loads(pickle.dumps(obj))],

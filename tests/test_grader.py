@@ -605,11 +605,11 @@ def test_does_course_grade_say_so_when_there_is_nothing_to_grade(tmp_path, capsy
 
 
 def test_are_the_cases_drawn_again_identically_from_the_same_seed():
-    from course_utils.core.compare import describe
+    from course_utils.core.compare import describe_value
 
     def drawn(seed):
         ready, _ = judging.prepare("01", seed)
-        return [[(c.label, describe(e.value if e.error is None else e.error))
+        return [[(c.label, describe_value(e.value if e.error is None else e.error))
                  for c, e in zip(p.cases, p.expected, strict=True)] for p in ready]
 
     assert drawn(9) == drawn(9) != drawn(10)

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 import torch
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # in default reprs: <Foo object at 0x7f...>
 
-def describe(value: Any) -> str:
+
+def describe_value(value: Any) -> str:
     """A short, address-free description of a value for failure messages."""
     if isinstance(value, torch.Tensor):
         return f"tensor(shape={tuple(value.shape)}, dtype={value.dtype}, device={value.device.type})"
     if isinstance(value, BaseException):
         return f"{type(value).__name__}: {value}"
-    text = repr(value)
+    text = _ADDRESS.sub("", repr(value))
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -50,7 +53,7 @@ def _numbers(expected: float, got: Any, atol: float, rtol: float) -> str | None:
     tensor), exactly equal; an expected float takes an int or a float within tolerance."""
     if isinstance(expected, int) and not isinstance(expected, bool):
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
-            return f"expected an integer, got {type(got).__name__} {describe(got)}"
+            return f"expected an integer, got {type(got).__name__} {describe_value(got)}"
         return None if int(got) == expected else f"{got} != expected {expected}"
     if isinstance(got, bool) or not isinstance(got, int | float):
         return f"expected a number, got {type(got).__name__}"
@@ -90,7 +93,7 @@ def mismatch(expected: Any, got: Any, atol: float = 1e-6, rtol: float = 1e-5) ->
         return _tensors(expected, got, atol, rtol)
     if isinstance(expected, bool) or expected is None or isinstance(expected, str):
         return None if (type(got) is type(expected) and got == expected) else (
-            f"{describe(got)} != expected {describe(expected)}")
+            f"{describe_value(got)} != expected {describe_value(expected)}")
     if isinstance(expected, int | float):
         return _numbers(expected, got, atol, rtol)
     if isinstance(expected, tuple | list):
@@ -99,4 +102,4 @@ def mismatch(expected: Any, got: Any, atol: float = 1e-6, rtol: float = 1e-5) ->
         return _dicts(expected, got, atol, rtol)
     if isinstance(expected, torch.device | torch.dtype):
         return None if got == expected else f"{got!r} != expected {expected!r}"
-    return None if got == expected else f"{describe(got)} != expected {describe(expected)}"
+    return None if got == expected else f"{describe_value(got)} != expected {describe_value(expected)}"

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from course_utils.core import progress
-from course_utils.core.compare import describe
+from course_utils.core.compare import describe_value
 from course_utils.core.exercise import Case, Exercise, Outcome, run
 from course_utils.core.judgement import Failure, default_judge, first_failure
 
@@ -69,7 +69,7 @@ class NotSolved(NotImplementedError):
 
 
 def _shown(outcome: Outcome) -> str:
-    return describe(outcome.error if outcome.error is not None else outcome.value)
+    return describe_value(outcome.error if outcome.error is not None else outcome.value)
 
 
 def find_failure(exercise: Exercise, answer: Callable, seed: int) -> Failure | None:

@@ -87,9 +87,9 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
         out.write(f"\nround ended ({why}) after {len(session.results)} of {len(session.drills)} drills\n")
 
 
-def run(category: str | None = None, count: int | None = 5, seed: int | None = None,
-        allow_pipe: bool = False, stdin: TextIO | None = None, out: TextIO | None = None,
-        clock: Callable[[], float] = time.monotonic) -> int:
+def play_round(category: str | None = None, count: int | None = 5, seed: int | None = None,
+               allow_pipe: bool = False, stdin: TextIO | None = None, out: TextIO | None = None,
+               clock: Callable[[], float] = time.monotonic) -> int:
     """``course drill``: a round in the terminal; prints the score table and records the round."""
     stdin, out = stdin or sys.stdin, out or sys.stdout
     if not allow_pipe and not stdin.isatty():

@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 
 from course_utils.core.registry import Registry
-from course_utils.drills.core import Drill, Run, Symptom, run_code
+from course_utils.drills.core import CodeRun, Drill, Symptom, run_code
 from course_utils.drills.record import KEY as PROGRESS_KEY
 from course_utils.drills.record import answers, record_answer
 
@@ -40,7 +40,7 @@ MODULES = (
 )
 CATEGORIES = tuple(dict.fromkeys(category for _, category in MODULES))
 
-__all__ = ["CATEGORIES", "PROGRESS_KEY", "Drill", "Run", "Symptom", "all_drills", "answers",
+__all__ = ["CATEGORIES", "PROGRESS_KEY", "CodeRun", "Drill", "Symptom", "all_drills", "answers",
            "by_category", "get", "ids", "record_answer", "run_code"]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 
 AFTER_BUGGY = code("""
     import math
@@ -26,7 +26,7 @@ AFTER_FIXED = AFTER_BUGGY.replace(
     "weights = F.softmax(scores, dim=-1)\n")
 
 
-def _after_measure(run: Run) -> Symptom:
+def _after_measure(run: CodeRun) -> Symptom:
     weights, mask = run["weights"], run["mask"]
     sums = weights.sum(-1)[1]
     off = (weights.sum(-1) - 1).abs().max().item()

@@ -22,7 +22,7 @@ from course_utils.core.questions import Question
 
 
 @dataclass(frozen=True)
-class Run:
+class CodeRun:
     """What executing a drill's code left behind: its namespace, the error it raised (if any),
     and the warnings it emitted (recorded, never printed)."""
 
@@ -80,10 +80,10 @@ class Symptom:
         return fig
 
 
-Runner = Callable[[str, str], Run]
+Runner = Callable[[str, str], CodeRun]
 
 
-def run_code(code: str, name: str = "drill") -> Run:
+def run_code(code: str, name: str = "drill") -> CodeRun:
     """Execute ``code`` in a fresh namespace; keep the error and the warnings instead of raising."""
     namespace: dict = {"__name__": f"drill_{name.replace('.', '_')}"}
     compiled = compile(code, f"<drill {name}>", "exec")
@@ -94,7 +94,7 @@ def run_code(code: str, name: str = "drill") -> Run:
             error = None
         except Exception as err:  # noqa: BLE001 - the error is the symptom being measured
             error = err
-    return Run(namespace, error, tuple(str(w.message) for w in caught), code)
+    return CodeRun(namespace, error, tuple(str(w.message) for w in caught), code)
 
 
 @contextlib.contextmanager
@@ -138,7 +138,7 @@ class Drill:
     title: str
     buggy_code: str
     fixed_code: str
-    measure: Callable[[Run], Symptom] = field(repr=False)
+    measure: Callable[[CodeRun], Symptom] = field(repr=False)
     question: Question = field(repr=False)
     hints: tuple[str, ...] = ()
     explanation: str = ""

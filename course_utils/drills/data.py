@@ -3,7 +3,7 @@ normalisation constants for another kind of data."""
 
 from __future__ import annotations
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 
 SHUFFLE_BUGGY = code("""
     import torch
@@ -34,7 +34,7 @@ SHUFFLE_FIXED = SHUFFLE_BUGGY.replace(
     "                    generator=torch.Generator().manual_seed(0))\n")
 
 
-def _shuffle_measure(run: Run) -> Symptom:
+def _shuffle_measure(run: CodeRun) -> Symptom:
     import torch
 
     with torch.no_grad():
@@ -97,7 +97,7 @@ LEAK_FIXED = code("""
 """)
 
 
-def _leak_measure(run: Run) -> Symptom:
+def _leak_measure(run: CodeRun) -> Symptom:
     train, test = run["train"], run["test"]
     train_mean = train.mean(0).abs().max().item()
     test_shift = test.mean(0).mean().item()
@@ -149,7 +149,7 @@ CONSTANTS_FIXED = CONSTANTS_BUGGY.replace("x = (images.float() - mean) / std",
                                           "x = (images.float() / 255 - mean) / std")
 
 
-def _constants_measure(run: Run) -> Symptom:
+def _constants_measure(run: CodeRun) -> Symptom:
     x = run["x"]
     m, s = x.mean().item(), x.std().item()
     buggy = abs(m) > 3 or s > 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 
 MISMATCH_BUGGY = code("""
     import torch
@@ -19,7 +19,7 @@ MISMATCH_FIXED = MISMATCH_BUGGY.replace(
     "x = torch.randn(32, 768, device=device)  # created where the model lives\n")
 
 
-def _mismatch_measure(run: Run) -> Symptom:
+def _mismatch_measure(run: CodeRun) -> Symptom:
     if run.error is not None:
         return Symptom(f"forward raised {run.error_text}", True, error=run.error_text)
     out = run["out"]

@@ -4,7 +4,7 @@ Real gloo, two processes on 127.0.0.1 (``dist_worker.main``, started with ``mp.s
 process group gets ``timeout=`` (the default is 30 minutes) and the parent kills the workers at
 a hard bound, so the drill can never hang a lesson. ``investigate()`` runs the bug, the two
 diagnoses (``monitored_barrier`` and ``TORCH_DISTRIBUTED_DEBUG=DETAIL``) and the fix in one
-launch; ``describe()`` turns its results into lines that do not vary between runs.
+launch; ``stable_report()`` turns its results into lines that do not vary between runs.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 
 TIMEOUT_S = 1.5  # every collective's timeout
 BOUND_S = 45.0  # the parent kills any worker still alive after this many seconds
@@ -152,7 +152,7 @@ def classify(error: str | None) -> str:
     return error.split(":")[0]
 
 
-def describe(result: Launch) -> str:
+def stable_report(result: Launch) -> str:
     """Stable lines: each phase, each rank's completed all-reduces and how it ended."""
     lines = []
     for phase, ranks in result.phases.items():
@@ -184,13 +184,13 @@ def raw_report(result: Launch) -> str:
 
 # --- the drill ------------------------------------------------------------------------------------
 
-def _gloo_run(source: str, name: str) -> Run:
+def _gloo_run(source: str, name: str) -> CodeRun:
     if not gloo_available():
-        return Run({"launch": None}, RuntimeError("torch.distributed with gloo is not available"))
-    return Run({"launch": launch([("run", source, "OFF")])}, None, (), source)
+        return CodeRun({"launch": None}, RuntimeError("torch.distributed with gloo is not available"))
+    return CodeRun({"launch": launch([("run", source, "OFF")])}, None, (), source)
 
 
-def _skip_measure(run: Run) -> Symptom:
+def _skip_measure(run: CodeRun) -> Symptom:
     result: Launch | None = run["launch"]
     if result is None:
         return Symptom(f"not run: {run.error_text}", False)

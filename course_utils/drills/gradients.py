@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
 
 # --- missing zero_grad ---------------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ ZERO_GRAD_FIXED = ZERO_GRAD_BUGGY.replace(
     "    loss.backward()\n", "    optimizer.zero_grad()\n    loss.backward()\n")
 
 
-def _zero_grad_measure(run: Run) -> Symptom:
+def _zero_grad_measure(run: CodeRun) -> Symptom:
     norms = run["grad_norms"]
     ratios = [n / norms[0] for n in norms]
     grows = ratios[-1] > 2
@@ -127,7 +127,7 @@ def big_batch_reference(start: torch.nn.Module, micro_batches, accum: int, lr: f
     return model
 
 
-def _accum_measure(run: Run) -> Symptom:
+def _accum_measure(run: CodeRun) -> Symptom:
     ref = big_batch_reference(run["start"], run["micro_batches"], 4, 0.1)
     diff = max((p - q).abs().max().item() for p, q in zip(run["model"].parameters(),
                                                           ref.parameters(), strict=True))
@@ -184,7 +184,7 @@ INPLACE_FIXED = INPLACE_BUGGY.replace("h += x                          # residua
                                       "output is intact")
 
 
-def _inplace_measure(run: Run) -> Symptom:
+def _inplace_measure(run: CodeRun) -> Symptom:
     if run.error is not None:
         text = run.error_text
         short = text.split(":", 2)

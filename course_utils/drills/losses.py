@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
 
 # --- double softmax ------------------------------------------------------------------------------
 
@@ -40,7 +40,7 @@ def softmax_floor(classes: int) -> float:
     return math.log(1 + (classes - 1) / math.e)
 
 
-def _double_measure(run: Run) -> Symptom:
+def _double_measure(run: CodeRun) -> Symptom:
     import torch.nn.functional as F
 
     floor = softmax_floor(10)
@@ -95,7 +95,7 @@ DIM_FIXED = DIM_BUGGY.replace("dim=0)           # normalise ... across the batch
                               "dim=-1)          # normalise across the vocabulary")
 
 
-def _dim_measure(run: Run) -> Symptom:
+def _dim_measure(run: CodeRun) -> Symptom:
     probs, logits = run["probs"], run["logits"]
     sums = probs.sum(dim=-1)
     off = (sums - 1).abs().max().item()
@@ -151,7 +151,7 @@ MASK_FIXED = MASK_BUGGY.replace(
     "loss = torch.where(mask, loss_per_token, 0.0).sum() / mask.sum()\n")
 
 
-def _mask_measure(run: Run) -> Symptom:
+def _mask_measure(run: CodeRun) -> Symptom:
     per_token, lengths = run["loss_per_token"], run["lengths"]
     real = torch.arange(per_token.shape[1]) < lengths[:, None]
     truth = per_token[real].mean().item()

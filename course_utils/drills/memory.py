@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 from course_utils.toolkit.memory import MiB, distinct_storage_bytes, graph_saved_bytes, saved_bytes
 
 # Lesson 07's name for the toolkit's count of what autograd saves while ``fn()`` runs
@@ -49,7 +49,7 @@ def training_footprint(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             "optimizer state": distinct_storage_bytes(state), "activations": activations}
 
 
-def _budget_measure(run: Run) -> Symptom:
+def _budget_measure(run: CodeRun) -> Symptom:
     parts = training_footprint(run["model"], run["optimizer"], torch.randn(64, 256))
     needed = parts["weights"] + parts["gradients"] + parts["optimizer state"]
     budget = run["budget"]
@@ -107,7 +107,7 @@ GRAPH_FIXED = GRAPH_BUGGY.replace(
     "    outputs = [model(x) for x in val_batches]\n")
 
 
-def _graph_measure(run: Run) -> Symptom:
+def _graph_measure(run: CodeRun) -> Symptom:
     kept = graph_saved_bytes(run["outputs"], exclude=list(run["model"].parameters()))
     graph = run["outputs"][0].grad_fn is not None
     return Symptom(f"outputs carry a graph: {graph}; their graphs keep {kept / MiB:.2f} MiB of "
@@ -160,7 +160,7 @@ CKPT_FIXED = CKPT_BUGGY.replace("use_reentrant=True)          # recompute",
                                 "use_reentrant=False)         # recompute")
 
 
-def _ckpt_measure(run: Run) -> Symptom:
+def _ckpt_measure(run: CodeRun) -> Symptom:
     grad = run["block1"][0].weight.grad
     warned = [w for w in run.warnings if "requires_grad" in w]
     text = f"block1's weight.grad is {'None' if grad is None else 'set'}"

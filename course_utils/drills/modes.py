@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
 
 DROPOUT_BUGGY = code("""
     import torch
@@ -25,7 +25,7 @@ DROPOUT_FIXED = DROPOUT_BUGGY.replace(
     "    second = model(x_test)\n")
 
 
-def _dropout_measure(run: Run) -> Symptom:
+def _dropout_measure(run: CodeRun) -> Symptom:
     a, b = run["first"], run["second"]
     diff = (a - b).abs().max().item()
     flips = (a.argmax(1) != b.argmax(1)).sum().item()
@@ -83,7 +83,7 @@ BATCHNORM_FIXED = BATCHNORM_BUGGY.replace(
     "with torch.no_grad():\n")
 
 
-def _batchnorm_measure(run: Run) -> Symptom:
+def _batchnorm_measure(run: CodeRun) -> Symptom:
     a, b = run["in_batch_a"].item(), run["in_batch_b"].item()
     buggy = abs(a - b) > 1e-6
     return Symptom(f"the same sample's prediction: {a:.3f} in one batch, {b:.3f} in another",

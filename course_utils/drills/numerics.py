@@ -8,7 +8,7 @@ import re
 
 import torch
 
-from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
 
 # --- learning rate too high ----------------------------------------------------------------------
 
@@ -39,7 +39,7 @@ def _first_bad(values) -> int | None:
     return next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
 
 
-def _lr_measure(run: Run) -> Symptom:
+def _lr_measure(run: CodeRun) -> Symptom:
     losses = run["losses"]
     bad = _first_bad(losses)
 
@@ -105,13 +105,13 @@ LOG_FIXED = LOG_BUGGY.replace(
     "loss = F.cross_entropy(logits, targets)  # log_softmax inside: no probability to underflow\n")
 
 
-def _finite_summary(run: Run) -> tuple[float, bool]:
+def _finite_summary(run: CodeRun) -> tuple[float, bool]:
     loss = run["loss"].item()
     grad = run["logits"].grad
     return loss, bool(grad is not None and torch.isfinite(grad).all())
 
 
-def _log_measure(run: Run) -> Symptom:
+def _log_measure(run: CodeRun) -> Symptom:
     loss, grad_ok = _finite_summary(run)
     buggy = not (math.isfinite(loss) and grad_ok)
     return Symptom(f"loss = {fmt(loss)}; gradient finite: {grad_ok}", buggy,
@@ -163,7 +163,7 @@ NORM_FIXED = NORM_BUGGY.replace("unit = x / x.norm(dim=-1, keepdim=True)",
                                 "max(norm, 1e-12)")
 
 
-def _norm_measure(run: Run) -> Symptom:
+def _norm_measure(run: CodeRun) -> Symptom:
     unit = run["unit"]
     nans = int(torch.isnan(unit).sum())
     rows = [i for i in range(unit.shape[0]) if torch.isnan(unit[i]).any()]
@@ -225,7 +225,7 @@ EXPLODE_FIXED = EXPLODE_BUGGY.replace(
     "optimizer.step()\n")
 
 
-def _explode_measure(run: Run) -> Symptom:
+def _explode_measure(run: CodeRun) -> Symptom:
     before, after, norm = run["loss_before"], run["loss_after"], run["grad_norm"]
     buggy = not math.isfinite(after) or after > before
     return Symptom(f"gradient norm {fmt(norm, 2)}; loss {fmt(before, 2)} before the step, "
@@ -278,7 +278,7 @@ ANOMALY_FIXED = ANOMALY_BUGGY.replace(
     "safe_log = torch.where(x > 0, torch.log(torch.where(x > 0, x, 1.0)), 0.0)")
 
 
-def _anomaly_measure(run: Run) -> Symptom:
+def _anomaly_measure(run: CodeRun) -> Symptom:
     if run.error is not None:
         found = [re.findall(r'File "<drill [^>]*>", line (\d+)', w) for w in run.warnings
                  if "Error detected in" in w]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from course_utils.drills.core import Drill, Run, Symptom, code, quiet_fds, run_code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, quiet_fds, run_code, shuffled_question
 
 # --- data loading bottleneck ----------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ def loader_rows(prof) -> dict[str, float]:
     return out
 
 
-def _loader_measure(run: Run) -> Symptom:
+def _loader_measure(run: CodeRun) -> Symptom:
     ms = loader_rows(run["prof"])
     top = max(run["prof"].key_averages(), key=lambda row: row.cpu_time_total).key
     slow = ms["data loading"] > ms["train_step"]
@@ -76,7 +76,7 @@ def _loader_measure(run: Run) -> Symptom:
                    f"training steps: {slow}", slow, {"ms": ms}, plot=plot)
 
 
-def _quiet_run(source: str, name: str) -> Run:
+def _quiet_run(source: str, name: str) -> CodeRun:
     with quiet_fds():
         return run_code(source, name)
 
@@ -133,7 +133,7 @@ BREAK_FIXED = BREAK_BUGGY.replace(
     "    y = torch.where(y.mean() > 0.5, y * 2, y)   # the decision stays in the graph\n")
 
 
-def _break_measure(run: Run) -> Symptom:
+def _break_measure(run: CodeRun) -> Symptom:
     e = run["explanation"]
     reasons = [r.reason.splitlines()[0] for r in e.break_reasons]
     text = f"graphs: {e.graph_count}, graph breaks: {len(reasons)}"
@@ -143,7 +143,7 @@ def _break_measure(run: Run) -> Symptom:
     return Symptom(text, bool(reasons), {"graph_count": e.graph_count, "breaks": len(reasons)})
 
 
-def _dynamo_quiet_run(source: str, name: str) -> Run:
+def _dynamo_quiet_run(source: str, name: str) -> CodeRun:
     """Run without dynamo's graph-break log lines (they carry times and process ids)."""
     logger = logging.getLogger("torch._dynamo")
     level = logger.level

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from course_utils.drills.core import Drill, Run, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
 
 FP16_BUGGY = code("""
     import torch
@@ -40,7 +40,7 @@ FP16_FIXED = FP16_BUGGY.replace(
     "    scaler.update()                                    # ... and the scale is halved\n")
 
 
-def _fp16_measure(run: Run) -> Symptom:
+def _fp16_measure(run: CodeRun) -> Symptom:
     losses = run["losses"]
     weights_ok = all(bool(p.isfinite().all()) for p in run["model"].parameters())
     shown = ", ".join(fmt(v) for v in losses)

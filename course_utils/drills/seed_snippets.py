@@ -3,7 +3,7 @@ context manager that yields twice, and a LayerNorm that round-trips to the CPU o
 
 from __future__ import annotations
 
-from course_utils.drills.core import Drill, Run, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
 
 # --- the retry context manager that yields twice ---------------------------------------------------
 
@@ -57,7 +57,7 @@ RETRY_FIXED = code("""
 """)
 
 
-def _retry_measure(run: Run) -> Symptom:
+def _retry_measure(run: CodeRun) -> Symptom:
     calls = run.get("calls")
     if run.error is not None:
         return Symptom(f"the with-block raised {run.error_text}; forward() ran {calls} time(s), "
@@ -143,7 +143,7 @@ def count_transfers(model, x) -> int:
     return Count.n
 
 
-def _layernorm_measure(run: Run) -> Symptom:
+def _layernorm_measure(run: CodeRun) -> Symptom:
     n = count_transfers(run["model"], run["x"])
     layers = sum(1 for m in run["model"].modules() if type(m).__name__ in ("LayerNorm",))
     text = f"device transfers per forward pass: {n} ({layers} LayerNorms)"

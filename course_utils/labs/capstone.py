@@ -105,9 +105,9 @@ class Lab:
         """Held-out data the script never sees; the report's loss and accuracy are measured on it."""
         return tagged_sequences(self.n_eval, self.seed + 10_000, sort=False)
 
-    def run(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> Run:
+    def run(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> LabRun:
         """The training context: ``with lab.run(model, optimizer) as run: ...``, then ``run.report()``."""
-        return Run(self, model, optimizer)
+        return LabRun(self, model, optimizer)
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -122,7 +122,7 @@ class Lab:
         return Lab(**self.settings())
 
 
-class Run:
+class LabRun:
     """One training run inside a lab: the machine, the logger and the measurements (lesson 08)."""
 
     def __init__(self, lab: Lab, model: nn.Module, optimizer: torch.optim.Optimizer):
@@ -216,7 +216,7 @@ class Run:
             self.forward_copies += 1
 
     # --- the context --------------------------------------------------------------------------------
-    def __enter__(self) -> Run:
+    def __enter__(self) -> LabRun:
         self._names = [n for n, _ in self.model.named_parameters()]
         self._params = [p for _, p in self.model.named_parameters()]
         self._start = [p.detach().clone() for p in self._params]
