@@ -77,9 +77,19 @@ def _one_entry(folder: str, keep: list[str]) -> str | None:
     return None
 
 
+_PROBED: dict[tuple[str, ...], str | None] = {}
+
+
 def probe(hidden: list[str], timeout: float = 20.0) -> str | None:
-    """None when ``jail.py`` works on this machine (a jailed Python is PID 1 and cannot see what
-    the hidden folders hold), else why not (one line)."""
+    """None when ``jail.py`` works on this machine (a jailed Python runs under the jail's init and
+    cannot see what the hidden folders hold), else why not (one line). Asked once per process."""
+    key = tuple(hidden)
+    if key not in _PROBED:
+        _PROBED[key] = _probe(hidden, timeout)
+    return _PROBED[key]
+
+
+def _probe(hidden: list[str], timeout: float) -> str | None:
     if not sys.platform.startswith("linux"):
         return f"namespaces need Linux (this is {sys.platform})"
     gone = [p for p in (_one_entry(h, python_dirs()) for h in hidden) if p]
@@ -129,7 +139,7 @@ def choose(mode: str, class_roots: list[str], run_dir: Path) -> Isolation:
     if mode == "guards" or os.environ.get("MPS_DETECTIVE_ISOLATION") == "guards":
         iso.reason = "asked for"
         return iso
-    why = probe([r for r in hide if os.path.isdir(r)])
+    why = probe([r for r in hide if os.path.isdir(r) and r != str(run_dir)])  # the same all run long
     if why is None:
         iso.mode = "namespaces"
     elif mode == "namespaces":

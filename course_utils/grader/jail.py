@@ -219,7 +219,7 @@ PROBE = ("import os, sys; "
 
 def main(argv: list[str]) -> int:
     """``jail.py SPEC.json -- COMMAND...``, or ``jail.py --probe HIDE... -- GONE...``: does a
-    jailed Python run as PID 1 without seeing the files GONE once the folders HIDE are covered?"""
+    jailed Python run under the jail's init without seeing the files GONE once HIDE is covered?"""
     if argv[1:2] == ["--probe"]:
         split = argv.index("--")
         python = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]

@@ -122,9 +122,7 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
     except KeyboardInterrupt:
         print("course grade: interrupted while reading the class: nothing was graded", file=sys.stderr)
         return 130
-    except CourseError:
-        raise
-    except BaseException as err:
+    except BaseException as err:  # the files written so far say the run failed, and why
         files.failed(options, err)
         raise
     finally:
