@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from course_utils.core.errors import CourseError, course_root
+from course_utils.core.registry import UnknownId
 
 
 def _doctor(args) -> int:
@@ -219,9 +220,10 @@ def main(argv: list[str] | None = None) -> int:
     args.jupyter_args = extra
     try:
         return args.fn(args)
-    except (CourseError, KeyError) as err:
+    except (CourseError, UnknownId) as err:  # the user's mistake, explained: one line, exit 2
         print(f"course {args.command}: {err}", file=sys.stderr)
         return 2
+    # Anything else is a bug of the course: it shows its traceback.
 
 
 if __name__ == "__main__":

@@ -105,6 +105,26 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path):
     assert done.stderr.strip() == f"course check: {tmp_path / 'nope.ipynb'}: no such file"
 
 
+def test_a_mistyped_exercise_id_is_one_line_naming_the_close_ids(capsys):
+    assert cli.main(["mutants", "01.batch_byte"]) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]  # after the command's "[1/1] ..." progress line
+    assert last.startswith("course mutants: no exercise '01.batch_byte'. Did you mean 01.batch_bytes")
+    assert "Traceback" not in err
+
+
+def test_a_bug_inside_a_command_shows_its_traceback_not_a_one_line_message(monkeypatch, capsys):
+    from course_utils.core import progress
+
+    def broken():
+        return {}["exercises"]  # an internal KeyError: a bug, not the learner's mistake
+
+    monkeypatch.setattr(progress, "rows", broken)
+    with pytest.raises(KeyError, match="exercises"):
+        cli.main(["progress"])
+    assert "course progress:" not in capsys.readouterr().err
+
+
 def test_cli_rejects_unknown_options_except_for_lab():
     assert run_cli("progress", "--bogus").returncode == 2
 

@@ -159,8 +159,14 @@ def test_does_the_registry_know_kernels_and_composites():
     assert has_kernel("aten::add.Tensor", "CPU") and not has_kernel("aten::add.Tensor", "MPS")
     assert has_kernel("aten::_to_copy", "MPS"), "a composite kernel serves every backend"
     assert not has_kernel("aten::no_such_op", "CPU")
-    if not torch.backends.mps.is_built():
-        assert has_mps_kernel("aten::add.Tensor") is None
+
+
+def test_has_mps_kernel_is_none_without_mps_and_no_for_an_op_registered_as_the_fallback(monkeypatch):
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: False)
+    assert has_mps_kernel("aten::add.Tensor") is None
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: True)  # as on any Mac build
+    assert has_mps_kernel("aten::embedding_renorm_") is False  # its MPS entry *is* the fallback
+    assert has_mps_kernel("aten::_to_copy") is True  # a composite kernel serves MPS too
 
 
 def five_stage_step(token_ids, head):

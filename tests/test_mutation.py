@@ -43,15 +43,30 @@ def test_every_kind_of_mutant_is_generated(keys, expected):
     assert any(k.startswith(expected) for k in keys), f"no mutant starting {expected!r} in {keys}"
 
 
-def test_mutant_keys_are_unique_and_every_mutant_runs_or_raises():
+def changes_the_value(fn, inputs) -> bool:
+    """Whether ``fn`` returns something other than ``sample`` on one of ``inputs`` (or raises)."""
+    for x, n in inputs:
+        expected = sample(x.clone(), n)
+        try:
+            got = fn(x.clone(), n)
+        except Exception:  # noqa: BLE001 - raising is a change too
+            return True
+        if not (isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.equal(got, expected)):
+            return True
+    return False
+
+
+def test_mutant_keys_are_unique_and_mutants_really_change_the_function():
     found = mutation.mutants_of(sample)
     assert len({m.key for m in found}) == len(found) > 20
-    x = torch.randn(3, 4)
-    for m in found:
-        try:
-            m.fn(x.clone(), 1)
-        except Exception:  # noqa: BLE001 - a mutant may raise; it must not hang or crash the run
-            pass
+    torch.manual_seed(0)
+    inputs = [(torch.randn(3, 4), 1), (torch.randn(3, 4), 3), (-torch.rand(3, 4), 0)]
+    changed = [m.key for m in found if changes_the_value(m.fn, inputs)]
+    assert len(changed) >= len(found) // 2
+    assert all(any(k.startswith(kind) for k in changed) for kind in (
+        "arithmetic: `total + 1` -> `total - 1`", "statement dropped: `out.add_(n * 2)`", "early return"))
+    # what values cannot show (autograd, layout) never counts as a change: the comparison is real
+    assert not any(k.startswith(("detach", "no_grad", "contiguous")) for k in changed)
 
 
 def test_a_check_that_cannot_see_a_mutant_is_reported_and_a_declared_one_is_not():
