@@ -4,8 +4,11 @@
     python3 course_utils/bootstrap.py test    # set up, run the whole test suite
 
 Standard library only: it runs before anything is installed. Setup makes ``.venv`` next to this
-repository and installs the course with ``constraints.txt`` (torch pinned, so no step can pull a
-CUDA build). It is idempotent: a stamp of the inputs' hash makes a second run install nothing.
+repository (or at ``$MPS_DETECTIVE_VENV``) and installs the course with ``constraints.txt`` (torch
+pinned, so no step can pull a CUDA build): ``lab`` and ``setup`` install what a learner's kernel and
+the ``course`` command import; ``test`` adds the ``dev`` extra (pytest, nbval, playwright, ruff, ...).
+It is idempotent: a stamp records the inputs' hash and the extras installed, so a second run
+installs nothing, and ``test`` after ``lab`` installs only the extra.
 """
 
 from __future__ import annotations
@@ -44,6 +47,23 @@ def inputs_hash() -> str:
     return digest.hexdigest()
 
 
+def read_stamp() -> tuple[str, frozenset[str]]:
+    """The stamp's inputs hash and the extras installed with it (("", {}) when there is none).
+
+    An older stamp holds only the hash: that setup always installed the ``dev`` extra."""
+    try:
+        lines = STAMP.read_text().splitlines()
+    except OSError:
+        return "", frozenset()
+    extras = [line.split(":", 1)[1] for line in lines[1:] if line.startswith("extras:")]
+    installed = extras[0].split(",") if extras else ["dev"]
+    return (lines[0] if lines else ""), frozenset(e.strip() for e in installed if e.strip())
+
+
+def write_stamp(digest: str, extras: frozenset[str]) -> None:
+    STAMP.write_text(f"{digest}\nextras: {','.join(sorted(extras))}\n")
+
+
 def run(*cmd: str | Path, env: dict | None = None) -> int:
     """Run a command from the repository root, streaming its output."""
     return subprocess.call([str(c) for c in cmd], cwd=ROOT, env=env)
@@ -55,25 +75,34 @@ def pip(*args: str) -> None:
         sys.exit(f"[setup] pip install {' '.join(args)} failed (exit {code}); see the output above")
 
 
-def setup() -> None:
-    """Create .venv and install the course unless the stamp says it is current."""
+def setup(extras: tuple[str, ...] = ()) -> None:
+    """Create the virtual environment and install the course (the runtime, plus ``extras``, e.g.
+    ``("dev",)`` for the tests) unless the stamp says all of it is current."""
     if sys.version_info < (3, 10):  # noqa: UP036 - this file must run on old Pythons to say so
         sys.exit(f"[setup] Python >= 3.10 is needed; this is {sys.version.split()[0]}. "
                  "Run the command with a newer python3.")
     wanted = inputs_hash()
-    if STAMP.exists() and STAMP.read_text() == wanted and venv_bin("course").exists():
+    stamped, installed = read_stamp()
+    current = stamped == wanted and venv_bin("course").exists()
+    if current and installed >= set(extras):
         say(f"environment in {VENV.name} is up to date; nothing to install")
         return
     start = time.monotonic()
+    # What an existing environment has stays installed, at the current pins, extras included.
+    keep = frozenset(extras) | (installed if venv_bin("python").exists() else frozenset())
     if not venv_bin("python").exists():
         say(f"creating the virtual environment {VENV}")
         if run(sys.executable, "-m", "venv", VENV):
             sys.exit("[setup] could not create the virtual environment")
-    say("installing torch 2.13.0 first (pinned: nothing later may replace it)")
-    pip("torch==2.13.0")
-    say("installing the course and its tools (JupyterLab, ipywidgets, nbval, pytest, ...)")
-    pip("-e", f"{ROOT}[dev]")
-    STAMP.write_text(wanted)
+    if not current:
+        say("installing torch 2.13.0 first (pinned: nothing later may replace it)")
+        pip("torch==2.13.0")
+    if "dev" in keep:
+        say("installing the course and its test tools (JupyterLab, ipywidgets, pytest, nbval, ...)")
+    else:
+        say("installing the course (JupyterLab, ipywidgets, matplotlib, ...)")
+    pip("-e", f"{ROOT}[{','.join(sorted(keep))}]" if keep else str(ROOT))
+    write_stamp(wanted, keep)
     say(f"done in {time.monotonic() - start:.0f} s")
 
 
@@ -155,7 +184,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("lab", "test", "setup"):
         print(__doc__)
         return 2
-    setup()
+    setup(extras=("dev",) if argv[0] == "test" else ())
     if argv[0] == "test":
         return test()
     if argv[0] == "lab":
