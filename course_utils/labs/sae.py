@@ -102,12 +102,27 @@ def transpose_layout(p: torch.Tensor) -> None:
     p.data = p.data.T.contiguous().T
 
 
+class DeadGate(nn.Module):
+    """A gate that forward multiplies by zero: its parameter gets a gradient of exact zeros (not
+    None), so no optimizer moves it, and it is not frozen by the bug."""
+
+    def __init__(self, d: int):
+        super().__init__()
+        self.gate = nn.Parameter(torch.ones(d))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 0.0 * self.gate
+
+
 def mlp(seed: int, d: int, layout: tuple[int, ...] = (), frozen: tuple[int, ...] = (),
-        spare: bool = False) -> nn.Module:
+        spare: bool = False, dead: bool = False) -> nn.Module:
     """A 2-layer MLP d -> 12 -> d: weights of the layers in ``layout`` stored transposed, layers in
-    ``frozen`` with requires_grad=False, and with ``spare`` a parameter that forward never uses."""
+    ``frozen`` with requires_grad=False, with ``spare`` a parameter that forward never uses, and
+    with ``dead`` a last ``DeadGate`` whose gradient is all zeros."""
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(d, 12), nn.ReLU(), nn.Linear(12, d))
+    if dead:
+        model.append(DeadGate(d))
     for i in layout:
         transpose_layout(model[2 * i].weight)
     for i in frozen:
@@ -150,6 +165,11 @@ class Trainer:
     machine: Machine = field(default_factory=lambda: HEALTHY)
     d_model: int = 8
     _state: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def steps_taken(self) -> int:
+        """How many times ``step()`` ran."""
+        return self._state.get("n", 0)
 
     def step(self) -> float:
         s = self._state

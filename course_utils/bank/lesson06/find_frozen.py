@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import random
 
 import torch
 
-from course_utils.core.exercise import Case, Exercise, patched
+from course_utils.bank.lesson06._shared import machine_judge
+from course_utils.core.exercise import Case, Exercise, Outcome, patched
 from course_utils.labs.sae import Trainer, mlp, small_sae, zero_biases
 from course_utils.toolkit.emulate.inplace import AFFECTED as STORY  # torch 2.2.1 on macOS 14 (emulated)
 from course_utils.toolkit.emulate.inplace import HEALTHY
@@ -40,6 +42,14 @@ def _fixed() -> list[Case]:
              (Trainer(zero_biases(small_sae(4, d)), lr=3e-9),)),
         Case("MLP with both weights transposed, Adam foreach=False, affected Mac",
              (Trainer(mlp(5, d, layout=(0, 1)), "adam-loop", machine=STORY),)),
+        Case("a gate whose gradient is all zeros (not None): it never moves, it is not frozen",
+             (Trainer(mlp(6, d, layout=(0,), dead=True), machine=STORY),)),
+        Case("steps=1 with a warm-up (lr 0 at step 1): everything that got a gradient is frozen",
+             (Trainer(small_sae(7, d), warmup=True),), {"steps": 1}),
+        Case("steps=5, tied SAE, SGD, affected Mac", (Trainer(small_sae(8, d), "sgd", machine=STORY),),
+             {"steps": 5}),
+        Case("steps=2 with a warm-up, healthy: step 2 moves everything",
+             (Trainer(small_sae(9, d), warmup=True),), {"steps": 2}),
     ]
 
 
@@ -57,8 +67,50 @@ def _random(rng: random.Random) -> Case:
     opt = rng.choice(("adam", "adam-foreach", "adam-loop", "sgd"))
     machine = rng.choice((STORY, STORY, HEALTHY))
     warmup, lr = rng.random() < 0.25, rng.choice((1e-2, 1e-2, 1e-7))
-    label = f"{kind}, {opt}, lr {lr:g}{', warm-up' if warmup else ''}, {machine.name}"
-    return Case(label, (Trainer(model, opt, lr, warmup, machine, d),))
+    steps = rng.choice((None, None, 1, 2, 4))
+    label = (f"{kind}, {opt}, lr {lr:g}{', warm-up' if warmup else ''}, {machine.name}"
+             f"{'' if steps is None else f', steps={steps}'}")
+    return Case(label, (Trainer(model, opt, lr, warmup, machine, d),),
+                {} if steps is None else {"steps": steps})
+
+
+def _steps_run(expected: Outcome, got: Outcome, case: Case) -> str | None:
+    """The trainer the answer was given must have run exactly ``steps`` steps (in check()'s
+    process; after a trip from a submission there is no trainer to ask)."""
+    if got.inputs is None:
+        return None
+    steps = case.kwargs.get("steps", case.args[1] if len(case.args) > 1 else 3)
+    taken = got.inputs[0][0].steps_taken
+    if taken != steps:
+        return f"your function ran trainer.step() {taken} times; it must run exactly steps={steps} steps"
+    return None
+
+
+def _state_dict_snapshot(trainer, steps=3):
+    """An alternative answer: a state_dict snapshot; the gradients counted with count_nonzero."""
+    model = trainer.model
+    before = copy.deepcopy(model.state_dict())
+    names = dict(model.named_parameters())
+    moved_by_gradient = set()
+    for _ in range(steps):
+        trainer.step()
+        moved_by_gradient.update(n for n, p in names.items()
+                                 if p.grad is not None and torch.count_nonzero(p.grad) > 0)
+    return sorted(n for n in moved_by_gradient if (names[n].detach() == before[n]).all())
+
+
+def _per_parameter(trainer, steps=3):
+    """An alternative answer: one record per parameter object, compared bit for bit at the end."""
+    params = list(trainer.model.named_parameters())
+    start = [p.detach().clone() for _, p in params]
+    got_gradient = [False] * len(params)
+    for _ in range(steps):
+        trainer.step()
+        for i, (_, p) in enumerate(params):
+            got_gradient[i] = got_gradient[i] or (p.grad is not None and bool(p.grad.ne(0).any()))
+    frozen = [name for (name, p), s, g in zip(params, start, got_gradient, strict=True)
+              if g and torch.equal(p.detach(), s)]
+    return sorted(frozen)
 
 
 EXERCISE = Exercise(
@@ -68,6 +120,7 @@ EXERCISE = Exercise(
     fixed=_fixed,
     random=_random,
     n_random=10,
+    judge=machine_judge(_steps_run),
     hints=(
         "Snapshot every parameter before training with p.detach().clone(): without clone() the "
         "snapshot is the parameter itself and always looks unchanged.",
@@ -82,5 +135,16 @@ EXERCISE = Exercise(
         "compares after only one step": lambda trainer, steps=3: find_frozen(trainer, steps=1),
         "allclose instead of bit-identical": patched(find_frozen, ("torch.equal(", "torch.allclose(")),
         "ignores gradients": patched(find_frozen, ("n in had_grad and ", "")),
+        "a gradient that is not None counts, even all zeros": patched(
+            find_frozen, ("p.grad is not None and p.grad.any()", "p.grad is not None")),
+        "always 3 steps, whatever steps says": lambda trainer, steps=3: find_frozen(trainer),
+    },
+    equivalent={
+        "detach dropped: `p.detach()` -> `p`":
+            "p.clone() copies the same values (with a graph nobody uses); only torch.equal reads it",
+    },
+    alternatives={
+        "a state_dict snapshot, gradients counted with count_nonzero": _state_dict_snapshot,
+        "one record per parameter object": _per_parameter,
     },
 )

@@ -6,6 +6,7 @@ import random
 
 import torch
 
+from course_utils.bank.lesson06._shared import machine_judge
 from course_utils.core.exercise import Case, Exercise, patched
 from course_utils.toolkit.difftest import SPECS, inplace_ops, lay_out, sweep
 from course_utils.toolkit.emulate.inplace import HEALTHY, Machine
@@ -47,6 +48,32 @@ def _reference_inside(machine):
     return None
 
 
+def _by_hand(machine):
+    """An alternative answer: a difftest by hand whose reference runs outside the machine."""
+    g = torch.Generator().manual_seed(0)
+    for name in CANDIDATES:
+        spec = SPECS[name.removesuffix("_")]
+        values = [torch.randn(shape, generator=g) for shape in spec.arg_shapes(2)]  # signs vary
+        x, *others = [v.abs() + 0.5 if i in spec.positive else v for i, v in enumerate(values)]
+        x = lay_out(x, "transposed")
+        expected = x.clone()
+        spec.call_inplace(expected, *others)  # outside the machine: the oracle
+        with machine:
+            spec.call_inplace(x, *others)
+        if not torch.allclose(x, expected, equal_nan=True):
+            return name
+    return None
+
+
+def _every_layout(machine):
+    """An alternative answer: the whole sweep (every layout and variant), one op at a time."""
+    with machine:
+        for name in CANDIDATES:
+            if sweep([name], device="cpu").flagged():
+                return name
+    return None
+
+
 EXERCISE = Exercise(
     id="06.hunt",
     title="Hunt a planted bug with a differential test",
@@ -54,6 +81,7 @@ EXERCISE = Exercise(
     fixed=_fixed,
     random=_random,
     n_random=8,
+    judge=machine_judge(),
     hints=(
         "Inside `with machine:`, run every candidate in place on a NON-contiguous tensor and "
         "compare with a result computed out of place (or outside the machine).",
@@ -71,5 +99,18 @@ EXERCISE = Exercise(
         "reference computed on the broken machine": _reference_inside,
         "tests only Adam's ops":
             patched(hunt, ("sweep(CANDIDATES,", 'sweep(("lerp_", "mul_", "addcmul_", "addcdiv_"),')),
+    },
+    equivalent={
+        "keyword dropped: `sweep(CANDIDATES, layouts=('transposed',), variants=('in-pl…` -> "
+        "`sweep(CANDIDATES, variants=('in-place',), device='cpu')`":
+            "every layout includes 'transposed': more checks, one broken op, the same one flagged",
+        "keyword dropped: `sweep(CANDIDATES, layouts=('transposed',), variants=('in-pl…` -> "
+        "`sweep(CANDIDATES, layouts=('transposed',), device='cpu')`":
+            "every variant includes 'in-place': more checks, one broken op, the same one flagged",
+        "constant: `0` -> `-1`": "one op at most is broken, so flagged() has at most one name: first == last",
+    },
+    alternatives={
+        "a difftest by hand, the reference outside the machine": _by_hand,
+        "the whole sweep, one op at a time": _every_layout,
     },
 )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import random
 
+import torch
+
+from course_utils.bank.lesson06._shared import machine_judge
 from course_utils.core.exercise import Case, Exercise
-from course_utils.toolkit.difftest import LAYOUTS, VARIANTS, sweep
+from course_utils.toolkit.difftest import LAYOUT_RANK, LAYOUTS, SPECS, VARIANTS, lay_out, sweep
 from course_utils.toolkit.emulate.inplace import mps_inplace_bug
 
 PREDICT_OPS = ("addcmul", "addcdiv", "lerp", "mul", "add", "sqrt", "addmm")
@@ -41,12 +44,27 @@ def _any_variant(op, layout, variant):
     return op in ("addcmul", "addcdiv") and layout in _BROKEN_LAYOUTS
 
 
+def _rules(op, layout, variant):
+    """An alternative answer: the rules as the task states them."""
+    non_contiguous = ("transposed", "stepped", "narrowed", "permuted 3-D", "channels_last")
+    return variant == "in-place" and op in ("addcmul", "addcdiv") and layout in non_contiguous
+
+
+def _asks_the_layout(op, layout, variant):
+    """An alternative answer: lay out a written-to tensor as the sweep does; is it contiguous?"""
+    if variant != "in-place" or op not in ("addcmul", "addcdiv"):
+        return False
+    shape = SPECS[op].arg_shapes(LAYOUT_RANK[layout])[0]
+    return not lay_out(torch.zeros(shape), layout, written=True).is_contiguous()
+
+
 EXERCISE = Exercise(
     id="06.predict_flag",
     title="Predict what the difftest flags under the emulation",
     reference=predict_flag,
     fixed=_fixed,
     random=_random,
+    judge=machine_judge(),
     hints=(
         "The emulated bug loses in-place writes of addcmul_ and addcdiv_ into NON-contiguous "
         "outputs. Out-of-place calls write into a fresh contiguous tensor.",
@@ -66,5 +84,9 @@ EXERCISE = Exercise(
             _any_variant(op, layout, variant) and variant in ("in-place", "out="),
         "narrowed only shifts the offset": lambda op, layout, variant:
             _any_variant(op, layout, variant) and variant == "in-place" and layout != "narrowed",
+    },
+    alternatives={
+        "the rules as the task states them": _rules,
+        "lays out a written-to tensor and asks is_contiguous()": _asks_the_layout,
     },
 )
