@@ -2,6 +2,7 @@
 
     python3 course_utils/bootstrap.py lab     # set up, open JupyterLab at lesson 00
     python3 course_utils/bootstrap.py test    # set up, run the whole test suite
+    python3 course_utils/bootstrap.py test --busy 2   # ... with 2 CPU hogs running beside it
 
 Standard library only: it runs before anything is installed. Setup makes ``.venv`` next to this
 repository (or at ``$MPS_DETECTIVE_VENV``) and installs the course with ``constraints.txt`` (torch
@@ -13,11 +14,15 @@ installs nothing, and ``test`` after ``lab`` installs only the extra.
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import hashlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -156,18 +161,57 @@ def ensure_chromium() -> None:
         say("could not install chromium: the browser tests (tests/e2e) will be skipped")
 
 
-def test() -> int:
-    """Run every stage; report each; exit non-zero if any failed."""
+# A CPU hog: a busy loop that also ends by itself once its parent (this script, whose pid it is
+# given: it may already be gone when the hog starts) is gone, so not even a SIGKILL of the test
+# command can leave one spinning.
+HOG = ("import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n"
+       "    for _ in range(200_000):\n        pass\n")
+
+
+def _stop(signum, frame):  # noqa: ARG001 - a signal handler's signature
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def cpu_hogs(n: int):
+    """Keep ``n`` CPU hogs (``python -c HOG``) running for the block; kill them afterwards,
+    whatever ends the block: success, failure, an exception, Ctrl-C, or SIGTERM."""
+    hogs: list[subprocess.Popen] = []
+    on_main_thread = n > 0 and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _stop) if on_main_thread else None
+    try:
+        for _ in range(n):
+            hogs.append(subprocess.Popen([sys.executable, "-c", HOG, str(os.getpid())],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL))
+        if hogs:
+            say(f"{n} CPU hog(s) running beside the tests (pids {', '.join(str(h.pid) for h in hogs)})")
+        yield hogs
+    finally:
+        for hog in hogs:
+            if hog.poll() is None:
+                hog.kill()
+        for hog in hogs:
+            hog.wait()
+        if hogs:
+            say(f"stopped the {len(hogs)} CPU hog(s)")
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def test(busy: int = 0) -> int:
+    """Run every stage (beside ``busy`` CPU hogs); report each; exit non-zero if any failed."""
     ensure_chromium()
     env, failed = scratch_env(), []
-    for name, (program, *args) in TEST_STAGES:
-        say(f"test stage: {name}")
-        start = time.monotonic()
-        code = run(venv_bin(program), *args, env=env)
-        say(f"  {name}: {'ok' if code == 0 else f'FAILED (exit {code})'} "
-            f"in {time.monotonic() - start:.0f} s")
-        if code:
-            failed.append(name)
+    with cpu_hogs(busy):
+        for name, (program, *args) in TEST_STAGES:
+            say(f"test stage: {name}")
+            start = time.monotonic()
+            code = run(venv_bin(program), *args, env=env)
+            say(f"  {name}: {'ok' if code == 0 else f'FAILED (exit {code})'} "
+                f"in {time.monotonic() - start:.0f} s")
+            if code:
+                failed.append(name)
     if failed:
         say(f"failed stages: {', '.join(failed)}")
         return 1
@@ -180,13 +224,26 @@ def lab(extra: list[str]) -> int:
     return run(venv_bin("course"), "lab", *extra)
 
 
+def parse_test_options(args: list[str]) -> argparse.Namespace:
+    """The test command's options (parsed before setup, so a typo costs nothing)."""
+    parser = argparse.ArgumentParser(prog="bootstrap.py test", description="run the whole test suite")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="run N CPU hogs beside the tests (a busy machine, as on CI); they are "
+                             "stopped afterwards, also on failure or Ctrl-C")
+    options = parser.parse_args(args)
+    if options.busy < 0:
+        parser.error("--busy needs a number >= 0")
+    return options
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("lab", "test", "setup"):
         print(__doc__)
         return 2
-    setup(extras=("dev",) if argv[0] == "test" else ())
-    if argv[0] == "test":
-        return test()
+    options = parse_test_options(argv[1:]) if argv[0] == "test" else None
+    setup(extras=("dev",) if options is not None else ())
+    if options is not None:
+        return test(busy=options.busy)
     if argv[0] == "lab":
         return lab(argv[1:])
     return 0

@@ -7,7 +7,6 @@ import pickle
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
@@ -149,9 +148,8 @@ needs_gloo = pytest.mark.skipif(not distributed.gloo_available(), reason="no glo
 @pytest.mark.slow
 @needs_gloo
 def test_the_distributed_drill_hangs_then_is_diagnosed_and_fixed_within_its_bound():
-    start = time.monotonic()
     result = distributed.investigate(timeout_s=1.5, bound_s=40)
-    assert time.monotonic() - start < 45 and not result.killed
+    assert not result.killed  # every worker ended by itself, before the hard bound
     text = distributed.stable_report(result)
     bug, monitored, detail, fix = (result.phases[p] for p in
                                    ("bug", "monitored_barrier", "DETAIL", "fix"))
@@ -176,10 +174,9 @@ def test_the_distributed_drill_symptom_and_fix_through_the_drill_api():
 @pytest.mark.slow
 @needs_gloo
 def test_a_worker_that_never_returns_is_killed_at_the_hard_bound():
-    start = time.monotonic()
     result = distributed.launch([("sleeps", "import time\ntime.sleep(120)\n", "OFF")],
                                 timeout_s=1.0, bound_s=8)
-    assert result.killed and time.monotonic() - start < 20
+    assert result.killed  # still running at the bound (a worker that ended by itself is not)
     assert "within the 8 s bound: False" in distributed.stable_report(result)
 
 

@@ -251,25 +251,6 @@ def test_does_the_timeline_draw_one_small_figure():
     assert len(fig.axes) == 1 and fig.get_size_inches()[0] <= 6
 
 
-@pytest.mark.slow
-def test_is_the_model_with_a_fallback_slower_than_the_rewrite_under_emulation():
-    from torch.utils import benchmark
-
-    emb = nn.Embedding(50_000, 128, max_norm=1.0)
-    ids = torch.randint(0, 50_000, (16, 32))
-
-    def rewrite(ids):
-        with torch.no_grad():
-            rows = ids.unique()
-            picked = emb.weight.index_select(0, rows)
-            norms = picked.norm(dim=1, keepdim=True)
-            emb.weight.index_copy_(0, rows, picked * (1.0 / norms.clamp(min=1.0)))
-        return F.embedding(ids, emb.weight)
-
-    with emulate_fallback(device=CPU), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        slow = benchmark.Timer("f(ids)", globals={"f": emb, "ids": ids})
-        fast = benchmark.Timer("f(ids)", globals={"f": rewrite, "ids": ids})
-        pairs = [(slow.timeit(5).median, fast.timeit(5).median) for _ in range(5)]
-    ratios = sorted(s / f for s, f in pairs)
-    assert ratios[len(ratios) // 2] > 1.5, ratios
+# How much slower the fallback model runs than the rewrite is a measurement that a loaded machine
+# can squeeze: lesson 04 prints it and tests/benchmarks/bench.py reports it. The tests above check
+# what makes it slower: the fallback's switches and copies, none for the rewrite.

@@ -141,7 +141,7 @@ def test_are_fifos_and_devices_refused_without_waiting(tmp_path):
         assert read_results_fd(fd, cap=1000)[0] == []
     finally:
         os.close(fd)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # a read that waited for a writer would never return
 
 
 def test_does_metadata_of_the_wrong_type_never_stop_the_lesson_being_read(tmp_path):
@@ -275,7 +275,7 @@ def test_does_an_interrupted_or_killed_grader_leave_a_marked_gradebook_and_nothi
     else:  # the rows written as they finished stay, marked as a run that did not end
         assert rows["01_b_loops.ipynb"]["note"] == PENDING and doc["status"] == "in progress"
     assert (out / "gradebook.previous.csv").read_text() == "last week's gradebook\n"
-    assert wait_until(lambda: not processes_mentioning(str(work)), within=15)
+    assert wait_until(lambda: not processes_mentioning(str(work)), within=60)  # ends when all are gone
 
 
 STOPPER = '''import os, signal

@@ -1,7 +1,6 @@
 """Does course_utils.toolkit.layout tell the truth about strides, storage, audits and layout costs?"""
 
 import random
-import statistics
 
 import pytest
 import torch
@@ -203,15 +202,12 @@ def test_one_thread_restores_the_thread_count():
     assert torch.get_num_threads() == before
 
 
-@pytest.mark.slow
-def test_the_copy_time_rises_with_the_number_of_permuted_dimensions():
-    times = permute_copy_times(repeats=5)
-    medians = [statistics.median(times[k]) for k in sorted(times)]
-    assert sorted(times) == [2, 3, 4, 5, 6] and all(len(v) == 5 for v in times.values())
-    # Only the wide gaps are asserted (k=2 copies nothing; k=5 and 6 are several times k=3): the
-    # close steps can swap on a loaded machine, and the lesson's rises() reading is tested apart.
-    assert medians[0] < medians[1] < medians[3] < medians[4]  # 2 < 3 < 5 < 6 dims
-    assert medians[4] > 3 * medians[1]  # a full reversal is far slower than a block copy
+def test_permute_copy_times_samples_every_k_the_same_number_of_times():
+    # How the times compare (the curve rises; k = 6 is several times k = 3) is a measurement a
+    # loaded machine can squeeze: lesson 05 prints it and tests/benchmarks/bench.py reports it.
+    times = permute_copy_times(n=6, repeats=3, min_time=0.001)
+    assert sorted(times) == [2, 3, 4, 5, 6] and all(len(v) == 3 for v in times.values())
+    assert all(t > 0 for v in times.values() for t in v)
 
 
 def test_both_augmentation_pipelines_give_the_same_images():

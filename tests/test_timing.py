@@ -1,6 +1,11 @@
-"""Do the timing helpers measure what they claim: launch vs finish, honest medians, marked output?"""
+"""Do the timing helpers measure what they claim: launch vs finish, honest medians, marked output?
+
+These tests check states (what is still queued, what each clock reading waited for) and read a
+fake clock where a duration matters, so a loaded machine cannot fail them; how much faster or
+slower something measures is reported by tests/benchmarks/bench.py, not asserted here."""
 
 import re
+import threading
 import time
 
 import pytest
@@ -13,10 +18,14 @@ from course_utils.toolkit.emulate.async_queue import AsyncDevice
 from tests.conftest import ROOT
 
 
-def test_sync_is_a_no_op_on_cpu():
-    timing.sync("cpu")
-    timing.sync(torch.device("cpu"))
-    timing.sync(None)
+def test_sync_on_cpu_waits_for_nothing_but_counts_as_a_sync_point(monkeypatch):
+    waited, noted = [], []
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda *args: waited.append(args))
+    monkeypatch.setattr(timing, "note_sync", noted.append)
+    for device in ("cpu", torch.device("cpu"), None, "meta"):
+        assert timing.sync(device) is None
+    assert waited == [], "sync on a CPU must not touch an accelerator"
+    assert noted == ["synchronize"] * 4, "every sync is reported to sync-point watchers"
 
 
 @pytest.mark.skipif(torch.accelerator.is_available(), reason="this machine has an accelerator")
@@ -41,19 +50,69 @@ def heavy_forward(dev):
     return forward
 
 
+def hold(dev: AsyncDevice) -> threading.Event:
+    """Queue a kernel that blocks the device until the returned event is set."""
+    gate = threading.Event()
+    dev._submit("gate", lambda: gate.wait(600))  # 600 s: only a test that never opens it
+    return gate
+
+
+class FakeClock:
+    """Stands in for ``timeit.default_timer``: time moves only when a timed call says so."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def spend(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(timing.timeit, "default_timer", fake)
+    return fake
+
+
 @pytest.mark.slow
-def test_on_the_emulated_device_the_naive_timer_sees_only_the_launch():
+def test_on_the_emulated_device_the_naive_timer_returns_while_the_work_is_still_queued():
     with AsyncDevice() as dev:
         forward = heavy_forward(dev)
         forward()
         dev.synchronize()
-        naive = timing.naive_time(forward)
-        dev.synchronize()
-        honest = timing.benchmark(forward, dev, min_run_time=0.1)
-    assert honest.median >= 5 * naive
+        gate = hold(dev)  # the device cannot run anything until the gate opens
+        waits_before = [s for s in dev.spans if s.kind == "wait"]
+        try:
+            timing.naive_time(forward)
+            queued = dev.pending()
+            waits = [s for s in dev.spans if s.kind == "wait"]
+        finally:
+            gate.set()
+    assert queued > 1, "the naive timer returned only after the forward's kernels ran"
+    assert waits == waits_before, "the naive timer waited for the device"
 
 
-def test_benchmark_is_built_on_torch_utils_benchmark_timer(monkeypatch):
+@pytest.mark.slow
+def test_on_the_emulated_device_every_benchmark_clock_reading_comes_after_the_device_drained(
+        monkeypatch):
+    with AsyncDevice() as dev:
+        forward = heavy_forward(dev)
+        pending_at_reading = []
+
+        def reading() -> float:
+            pending_at_reading.append(dev.pending())
+            return time.perf_counter()
+
+        monkeypatch.setattr(timing.timeit, "default_timer", reading)
+        timing.benchmark(forward, dev, min_run_time=0.05)
+    assert len(pending_at_reading) >= 4  # the block-size estimate and at least one timed block
+    assert set(pending_at_reading) == {0}, "the honest timer read its clock with work still queued"
+
+
+def test_benchmark_is_built_on_torch_utils_benchmark_timer(monkeypatch, clock):
     seen = []
     real = timing.Timer
 
@@ -63,27 +122,37 @@ def test_benchmark_is_built_on_torch_utils_benchmark_timer(monkeypatch):
             return super().blocked_autorange(*args, **kwargs)
 
     monkeypatch.setattr(timing, "Timer", Spy)
-    result = timing.benchmark(lambda: time.sleep(0.002), min_run_time=0.05, label="sleep")
+    result = timing.benchmark(lambda: clock.spend(0.002), min_run_time=0.05, label="spend")
     assert seen == [{"min_run_time": 0.05}]
-    assert result.median >= 0.002 and result.iqr >= 0 and result.runs >= 2
-    assert result.label == "sleep"
+    assert result.median == pytest.approx(0.002) and result.iqr == pytest.approx(0, abs=1e-12)
+    assert result.runs >= 25  # blocks of calls until 0.05 s of the fake clock have passed
+    assert result.label == "spend"
 
 
-def test_benchmark_warms_up_so_a_slow_first_call_does_not_count():
-    calls = []
+def test_benchmark_warms_up_so_a_slow_first_call_does_not_count(monkeypatch, clock):
+    calls, calls_before_timing = [], []
+    real = timing.Timer
+
+    class Spy(real):
+        def __init__(self, *args, **kwargs):
+            calls_before_timing.append(len(calls))
+            super().__init__(*args, **kwargs)
 
     def fn():
         calls.append(1)
-        time.sleep(0.3 if len(calls) == 1 else 0.002)
+        clock.spend(0.3 if len(calls) == 1 else 0.002)
 
+    monkeypatch.setattr(timing, "Timer", Spy)
     result = timing.benchmark(fn, warmup=1, min_run_time=0.05)
-    assert result.median < 0.1
+    assert calls_before_timing == [1], "the warm-up call must come before the timer starts"
+    assert result.median == pytest.approx(0.002)
 
 
 def test_launch_and_finish_orders_the_two_times():
     with AsyncDevice() as dev:
         run = timing.launch_and_finish(heavy_forward(dev), dev)
-    assert 0 < run.naive < run.synced
+        assert dev.pending() == 0  # "finish": it returned once the device had drained
+    assert 0 < run.naive < run.synced  # two readings of one clock from one start, in order
 
 
 def test_measured_durations_are_marked_and_the_lesson_sanitizer_masks_only_them():

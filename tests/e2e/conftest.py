@@ -63,7 +63,7 @@ def _write_settings(folder: Path) -> None:
         path.write_text(json.dumps(values))
 
 
-def _wait_until_up(url: str, server: subprocess.Popen, seconds: float = 60) -> None:
+def _wait_until_up(url: str, server: subprocess.Popen, seconds: float = 180) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -151,15 +151,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def warm_lab(browser, lab) -> Lab:
-    """Open a one-cell notebook first: on a fresh server the first notebook's kernel can be
-    replaced while it starts, which would stop a lesson's Run All early."""
+    """Open and run a one-cell notebook first: on a fresh server the first notebook's kernel can
+    be replaced while it starts, which would stop a lesson's Run All early. Done when its cell has
+    run on a connected kernel that is idle again (a state, not a pause)."""
+    from tests.e2e.pages import WAIT_MS, open_and_run
+
     context = browser.new_context()
-    page = context.new_page()
-    page.goto(lab.notebook_url(WARMUP))
-    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
-    page.evaluate("() => window.jupyterapp.restored")
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    page.wait_for_timeout(1000)
+    context.set_default_timeout(WAIT_MS)  # Playwright's 30 s default is a guess about speed
+    open_and_run(context.new_page(), lab.notebook_url(WARMUP), lab.root / WARMUP)
     context.close()
     return lab
 
@@ -180,15 +179,16 @@ class LessonRuns:
         self.browser, self.lab, self.current = browser, lab, None
 
     def get(self, name: str) -> LessonRun:
-        from tests.e2e.pages import open_and_run, save_and_read
+        from tests.e2e.pages import WAIT_MS, open_and_run, save_and_read
 
         if self.current is not None and self.current.name == name:
             return self.current
         self.close()
         context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(WAIT_MS)  # Playwright's 30 s default is a guess about speed
         page = context.new_page()
         self.current = LessonRun(name, context, page, None)  # a failure below still gets a screenshot
-        open_and_run(page, self.lab.notebook_url(name), name)
+        open_and_run(page, self.lab.notebook_url(name), self.lab.root / name)
         self.current.saved = save_and_read(page, self.lab.root / name)
         return self.current
 

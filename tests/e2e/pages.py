@@ -4,13 +4,17 @@ saved notebook, and poll widgets that the kernel redraws. Used by test_lessons.p
 from __future__ import annotations
 
 import base64
+import time
+from pathlib import Path
 
 import nbformat
 import pytest
 
 PlaywrightTimeout = pytest.importorskip("playwright.sync_api").TimeoutError
-RUN_TIMEOUT_MS = 180_000
-WAIT_MS = 20_000  # one kernel round trip; generous because the machine is shared
+# Deadlines, not expectations: every wait below ends as soon as the state it waits for holds, so
+# these only matter when something is truly stuck. They are generous because CI machines are busy.
+RUN_TIMEOUT_MS = 600_000  # a whole lesson's Run All (the browser tests' pytest timeout is 900 s)
+WAIT_MS = 60_000  # one kernel round trip or one redraw
 
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
 # The notebook is loaded and its kernel connected and idle. The toolbar's execution indicator
@@ -25,19 +29,48 @@ KERNEL_READY = """() => {
 }"""
 ANY_PROMPT_STARTED = """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
     .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"""
-# After Run All: 'done' when every code cell has its number; 'stopped' when nothing is queued
-# any more but some cell never ran (an error halted Run All), so a broken lesson fails in
-# seconds, not at the run timeout.
-RUN_STATE = """() => {
-    const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-        .map(p => p.textContent);
-    if (prompts.length === 0) return false;
-    if (prompts.every(t => /\\[\\d+\\]/.test(t))) return 'done';
+# Where a Run All stands, read from the notebook's model and its kernel, never from a pause:
+#   'done'     every code cell (in the order of the .ipynb on disk: ``cells``) has an execution
+#              count, or raised the error its tags expect; and the kernel is idle. The kernel runs
+#              its queue in order, so when the last cell has its count nothing is queued any more.
+#   'error'    a cell not tagged to raise shows an error and the kernel is idle: the kernel has
+#              dropped the rest of the queue, and the lesson fails whatever happens next.
+#   'dead'     the kernel died or is restarting.
+#   false      anything else: still running (keep waiting).
+# The prompts cannot tell: after an *expected* error JupyterLab clears the "[*]" of every queued
+# cell although the kernel goes on running them (stop_on_error is off for a cell tagged
+# raises-exception), and the kernel reports "idle" for a moment between two cells.
+RUN_STATE = """(cells) => {
+    const nb = window.jupyterapp.shell.currentWidget;
+    const kernel = nb && nb.sessionContext && nb.sessionContext.session
+        && nb.sessionContext.session.kernel;
+    if (!kernel) return false;
+    if (['dead', 'restarting', 'autorestarting'].includes(kernel.status))
+        return {state: 'dead', detail: `the kernel is ${kernel.status}`};
+    const code = nb.content.widgets.filter(c => c.model.type === 'code');
+    if (code.length !== cells.length) return false;  // not the notebook on disk (yet)
+    const notRun = [], unexpected = [];
+    code.forEach((cell, i) => {
+        const errors = cell.model.outputs.toJSON().filter(o => o.output_type === 'error');
+        if (errors.length && !cells[i].raises)
+            unexpected.push(`cell ${cells[i].index}: ${errors[0].ename}: ${errors[0].evalue}`);
+        const ran = cell.model.executionCount !== null || (cells[i].raises && errors.length > 0);
+        if (!ran && !cells[i].empty) notRun.push(cells[i].index);
+    });
+    const idle = kernel.status === 'idle';
+    if (idle && notRun.length === 0) return {state: 'done', detail: ''};
+    if (idle && unexpected.length)
+        return {state: 'error', detail: `${unexpected[0].slice(0, 400)}; cells never run: ${notRun}`};
+    return false;
+}"""
+# The same reading, for a message when the run timeout passes.
+RUN_PROGRESS = """() => {
     const nb = window.jupyterapp.shell.currentWidget;
     const kernel = nb.sessionContext.session && nb.sessionContext.session.kernel;
-    if (kernel && kernel.status === 'dead') return 'kernel died';
-    if (!prompts.some(t => t.includes('*')) && kernel && kernel.status === 'idle') return 'stopped';
-    return false;
+    const code = nb.content.widgets.filter(c => c.model.type === 'code');
+    const counted = code.filter(c => c.model.executionCount !== null).length;
+    return `${counted} of ${code.length} code cells have an execution count; kernel `
+        + (kernel ? kernel.status : 'none');
 }"""
 # The <img>'s PNG bytes (base64), read from its blob: URL once it has loaded; false until then.
 # A redraw swaps the blob URL and revokes the old one, hence the catch.
@@ -66,46 +99,63 @@ def wait_for_kernel_ready(page) -> None:
     kernel dialog if one appears)."""
     page.wait_for_function("() => window.jupyterapp !== undefined", timeout=60_000)
     page.evaluate("() => window.jupyterapp.restored")  # the widget manager has started too
-    for _ in range(180):
+    deadline = time.monotonic() + WAIT_MS / 1000 * 3
+    while time.monotonic() < deadline:
         if page.evaluate(KERNEL_READY):
             return
         dialog = page.locator(".jp-Dialog button.jp-mod-accept")
         if dialog.count():
             dialog.first.click()
-        page.wait_for_timeout(500)
-    raise AssertionError("the notebook's kernel never became ready")
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the notebook's kernel was not ready after {WAIT_MS * 3 / 1000:.0f} s")
 
 
 def run_all(page) -> None:
-    """Run All Cells from the menu; retry if no cell starts (a menu click can be lost)."""
+    """Run All Cells from the menu; click again only if no cell has started after a whole
+    ``WAIT_MS`` (a menu click can be lost; a slow page is not a lost click)."""
     for _ in range(3):
         page.locator("li.lm-MenuBar-item", has_text="Run").first.click()
         page.locator("li.lm-Menu-item", has_text="Run All Cells").first.click()
         try:
-            page.wait_for_function(ANY_PROMPT_STARTED, timeout=15_000)
+            page.wait_for_function(ANY_PROMPT_STARTED, timeout=WAIT_MS)
             return
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
     raise AssertionError("Run All Cells did not start any cell")
 
 
-def open_and_run(page, url: str, name: str) -> None:
+def code_cells(path: Path) -> list[dict]:
+    """The code cells of the notebook on disk, in order: their index among all cells, whether
+    their tags expect an error (``raises-exception``) and whether they are empty (never run)."""
+    nb = nbformat.read(path, as_version=4)
+    return [{"index": i, "raises": "raises-exception" in cell.metadata.get("tags", []),
+             "empty": not cell.source.strip()}
+            for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+
+
+def wait_until_run(page, path: Path) -> None:
+    """Wait until Run All is done (``RUN_STATE``): every code cell of ``path`` has run or raised
+    its expected error and the kernel is idle. Fail at once with the first unexpected error when
+    one halted the run, or with the progress so far if the run is stuck for ``RUN_TIMEOUT_MS``."""
+    try:
+        result = page.wait_for_function(RUN_STATE, arg=code_cells(path), timeout=RUN_TIMEOUT_MS,
+                                        polling=250).json_value()
+    except PlaywrightTimeout:
+        raise AssertionError(f"Run All of {path.name} not done after {RUN_TIMEOUT_MS / 1000:.0f} s: "
+                             f"{page.evaluate(RUN_PROGRESS)}") from None
+    if result["state"] != "done":
+        raise AssertionError(f"Run All of {path.name} failed ({result['state']}): {result['detail']}")
+
+
+def open_and_run(page, url: str, path: Path) -> None:
     """Open a lesson (outputs cleared), wait for its kernel, Run All from the menu, and wait
-    until every cell has run; fail fast, with the first error output, if Run All halts early."""
+    until every cell has run (``wait_until_run``, against the cells and tags of ``path``)."""
     page.goto(url)
     # Widgets created before every extension (the widget manager among them) has started are
     # lost ("Loading widget..."): wait_for_kernel_ready waits for the app to be restored first.
     wait_for_kernel_ready(page)
     run_all(page)
-    state = None
-    for _ in range(2):  # 'stopped' is confirmed once: a state between two cells must not count
-        state = page.wait_for_function(RUN_STATE, timeout=RUN_TIMEOUT_MS, polling=250).json_value()
-        if state == "done":
-            return
-        page.wait_for_timeout(1000)
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    first = errors.first.text_content()[-400:] if errors.count() else "(no error output)"
-    raise AssertionError(f"Run All ended early in {name} ({state}); first error output: {first}")
+    wait_until_run(page, path)
 
 
 def save_and_read(page, path):
@@ -120,19 +170,20 @@ def save_and_read(page, path):
     return nbformat.read(path, as_version=4)
 
 
-def poll(page, probe, what: str):
-    """Call ``probe()`` every 100 ms until it returns something truthy; return that.
+def poll(page, probe, what: str, timeout_ms: float = WAIT_MS):
+    """Call ``probe()`` every 100 ms until it returns something truthy; return that. The
+    deadline only ends a stuck wait.
 
     Every probe re-finds its element through a locator: ipywidgets may re-create an element
     (radio buttons, a redrawn image), which would leave a held element handle stale."""
-    deadline_ms = WAIT_MS
-    while deadline_ms > 0:
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
         value = probe()
         if value:
             return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not so after {timeout_ms / 1000:.0f} s: {what}")
         page.wait_for_timeout(100)
-        deadline_ms -= 100
-    raise AssertionError(f"timed out after {WAIT_MS / 1000:.0f} s: {what}")
 
 
 def bring_into_view(locator) -> None:

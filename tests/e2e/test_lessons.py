@@ -10,16 +10,20 @@ fix) and lesson 08's drill clock (counts in the browser even while the kernel is
 from __future__ import annotations
 
 import json
-import time
+from pathlib import Path
 
 import pytest
 
 from course_utils.course.drill_mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT
-from tests.e2e.pages import KERNEL_IDLE, WAIT_MS, bring_into_view, picture
+from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
 
 expect = pytest.importorskip("playwright.sync_api").expect
+expect.set_options(timeout=WAIT_MS)  # not its 5 s default: a deadline, not a guess about speed
 LESSONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+# Every wait here is for a state, with a deadline that only a stuck page reaches; a busy machine
+# makes a lesson's Run All slow, so a browser test may take longer than the suite's default 300 s.
+pytestmark = pytest.mark.timeout(900)
 
 
 def cells_not_run(nb) -> list[int]:
@@ -49,7 +53,7 @@ def answer_quiz(page) -> str:
         group.locator("input[type=radio]").first.check()
     quiz.locator("button:has-text('Submit')").click()
     feedback = quiz.locator(".widget-output")
-    feedback.locator("text=Score:").wait_for(timeout=10_000)
+    feedback.locator("text=Score:").wait_for(timeout=WAIT_MS)
     return feedback.inner_text()
 
 
@@ -60,12 +64,15 @@ def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(run_lesson, na
     page, nb = run.page, run.saved
     assert unexpected_errors(nb) == []
     assert cells_not_run(nb) == [], "cells that never ran (the run stopped early)"
+    # Outputs render (and images decode, widgets draw) after the run is done: wait for each.
     images = page.locator(".jp-RenderedImage img")
-    assert images.count() == count_outputs(nb, "image/png")
+    expect(images).to_have_count(count_outputs(nb, "image/png"), timeout=WAIT_MS)
     for img in images.all():
-        assert img.evaluate("i => i.complete && i.naturalWidth > 0"), "a plot did not render"
+        poll(page, lambda img=img: img.evaluate("i => i.complete && i.naturalWidth > 0"),
+             "a plot did not render")
     widgets = count_outputs(nb, "application/vnd.jupyter.widget-view+json")
-    assert page.locator(".jp-OutputArea-output .jupyter-widgets").count() >= widgets
+    poll(page, lambda: page.locator(".jp-OutputArea-output .jupyter-widgets").count() >= widgets,
+         f"fewer than {widgets} widgets rendered")
     assert "Score:" in answer_quiz(page)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name.removesuffix('.ipynb')}.png"), full_page=False)
@@ -76,9 +83,10 @@ def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(run_lesson, na
 @pytest.mark.lesson("00_start_here.ipynb")
 def test_check_shows_its_pass_line_and_a_failure_without_a_traceback(run_lesson):
     page = run_lesson("00_start_here.ipynb").page
-    page.locator(".jp-OutputArea-output:has-text('✔ 00.count_params passed')").wait_for(timeout=10_000)
+    page.locator(".jp-OutputArea-output:has-text('✔ 00.count_params passed')").wait_for(timeout=WAIT_MS)
     failure = page.locator(".jp-OutputArea-output:has-text('CheckFailed: 00.count_params')")
-    assert failure.count() == 1 and "Traceback" not in failure.inner_text()
+    expect(failure).to_have_count(1, timeout=WAIT_MS)
+    assert "Traceback" not in failure.inner_text()
 
 
 @pytest.mark.slow
@@ -170,9 +178,16 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
 
 # --- lesson 08's drill clock --------------------------------------------------------------------
 
-SLEEP_PROMPT = """() => [...document.querySelectorAll('.jp-CodeCell')]
-    .filter(c => c.querySelector('.jp-InputArea-editor').textContent.includes('time.sleep('))
-    .map(c => c.querySelector('.jp-InputPrompt').textContent).join('')"""
+HELD = "# held busy by the browser test until it writes this file:"
+# Whether the cell added by hold_kernel is running, from its model: its execute request has no
+# reply yet. (Not the kernel's status: it reads "idle" after each widget message it handles.)
+HELD_RUNNING = """(mark) => {
+    const nb = window.jupyterapp.shell.currentWidget;
+    const held = nb.content.widgets.filter(c => c.model.sharedModel.getSource().includes(mark));
+    return held.length === 1 && held[0].model.executionState === 'running';
+}"""
+# The drill clock is an ipywidgets Play: its button shows a pause icon while it plays.
+CLOCK_PLAYING = ".widget-play i.fa-pause"
 
 
 def drill_widget(page):
@@ -191,57 +206,62 @@ def bar_width(widget) -> float:
     return float(width[0].split(":")[1].strip().rstrip("%")) if width else 0.0
 
 
-def wait_for_count(widget, at_least: int, seconds: float = 15) -> int:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = seconds_shown(widget)
-        if value >= at_least:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"the clock never reached {at_least} s (shows {seconds_shown(widget)})")
+def wait_for_count(widget, at_least: int) -> int:
+    """Wait until the clock shows ``at_least`` seconds; the deadline only ends a stuck clock."""
+    return poll(widget.page, lambda: (value := seconds_shown(widget)) >= at_least and value,
+                f"the clock never reached {at_least} s (shows {seconds_shown(widget)})")
 
 
-def kernel_sleeping(page) -> bool:
-    """Whether the cell added by keep_kernel_busy is still running."""
-    return "*" in page.evaluate(SLEEP_PROMPT)
+def kernel_held(page) -> bool:
+    """Whether the cell added by hold_kernel is running, so the kernel is busy."""
+    return page.evaluate(HELD_RUNNING, HELD)
 
 
-def keep_kernel_busy(page, seconds: int) -> None:
-    """Add a cell at the end that sleeps, and run it (the notebook is not saved again)."""
+def hold_kernel(page, release: Path) -> None:
+    """Add a cell at the end that keeps the kernel busy until ``release`` exists, and run it
+    (the notebook is not saved again); return once it is running."""
+    source = f"import pathlib, time\n{HELD} {str(release)!r}\n" \
+             f"while not pathlib.Path({str(release)!r}).exists():\n    time.sleep(0.05)\n"
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:insert-cell-below')")
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:enter-edit-mode')")
-    page.keyboard.type(f"import time; time.sleep({seconds})")
+    page.evaluate("(source) => window.jupyterapp.shell.currentWidget.content.activeCell"
+                  ".model.sharedModel.setSource(source)", source)
     # not awaited: the command's promise resolves only when the cell has finished
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-cell'); }")
-    page.wait_for_function(f"() => ({SLEEP_PROMPT})().includes('*')", timeout=10_000, polling=100)
+    poll(page, lambda: kernel_held(page), "the cell holding the kernel never started")
 
 
 @pytest.mark.slow
 @pytest.mark.lesson("08_interview_drills.ipynb")
-def test_the_drill_clock_counts_in_the_browser_even_while_the_kernel_is_busy(run_lesson):
+def test_the_drill_clock_counts_in_the_browser_even_while_the_kernel_is_busy(run_lesson, tmp_path):
     page = run_lesson("08_interview_drills.ipynb").page
     widget = drill_widget(page)
     widget.scroll_into_view_if_needed()
     assert seconds_shown(widget) == 0 and bar_width(widget) == 0.0
+    expect(widget.locator(CLOCK_PLAYING)).to_have_count(0)
 
     widget.locator(f"button:has-text('{START}')").click()
-    widget.locator(".widget-textarea textarea").wait_for(timeout=10_000)  # the card's hypothesis box
+    widget.locator(".widget-textarea textarea").wait_for(timeout=WAIT_MS)  # the card's hypothesis box
     assert "torch" in widget.locator(".widget-html pre").first.inner_text()  # the buggy code shows
     first = wait_for_count(widget, 1)
 
-    keep_kernel_busy(page, 8)
-    before = seconds_shown(widget)
-    page.wait_for_timeout(3000)
-    after = seconds_shown(widget)
-    assert kernel_sleeping(page), "the kernel should still be busy with the sleeping cell"
-    assert after - before >= 2, f"the clock went from {before} to {after} in 3 s of a busy kernel"
-    assert after > first and bar_width(widget) > 0.0
+    # The kernel is held busy (by a state: a file not written yet, not by a sleep of some length)
+    # while the clock has to count two more seconds.
+    release = tmp_path / "release"
+    try:
+        hold_kernel(page, release)
+        before = seconds_shown(widget)
+        after = wait_for_count(widget, before + 2)
+        assert kernel_held(page), "the kernel should still be busy with the held cell"
+        assert after > first and bar_width(widget) > 0.0
+    finally:
+        release.touch()
+    poll(page, lambda: not kernel_held(page), "the held cell never finished after its release")
 
-    page.locator(KERNEL_IDLE).wait_for(timeout=30_000)
     widget.locator(".widget-textarea textarea").fill("softmax applied twice; the loss has a floor")
     widget.locator(".widget-radio-box input[type=radio]").first.check()
+    expect(widget.locator(CLOCK_PLAYING)).to_have_count(1)
     widget.locator("button:has-text('Submit')").click()
-    widget.locator(":text-matches('Right|Not quite')").first.wait_for(timeout=10_000)
-    stopped = seconds_shown(widget)
-    page.wait_for_timeout(2500)
-    assert seconds_shown(widget) - stopped <= 1, "submitting the answer stops the clock"
+    widget.locator(":text-matches('Right|Not quite')").first.wait_for(timeout=WAIT_MS)
+    # Stopped is a state of the clock (its Play widget paused), not a pause long enough to see it.
+    expect(widget.locator(CLOCK_PLAYING), "submitting the answer stops the clock").to_have_count(
+        0, timeout=WAIT_MS)
