@@ -10,12 +10,14 @@ gradebooks must be identical, and no process either run started may be left.
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -95,12 +97,24 @@ def grade_class(out: Path, seed: int) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The two runs, made once per test session: under pytest-xdist the first worker to get here
+    grades the class and the others wait for it and read what it found (a file lock in the folder
+    all workers share), so the class is not graded once per worker."""
     if not Path("/proc/self/stat").exists():
         pytest.skip("needs Linux /proc to prove no process is left")
-    first, second = tmp_path_factory.mktemp("run1"), tmp_path_factory.mktemp("run2")
-    done = [grade_class(first, seed=1), grade_class(second, seed=2)]
-    return [(folder, result, ours(str(folder)) + ours(MARKER))
-            for folder, result in zip((first, second), done, strict=True)]
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with open(shared / "grader-class.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = shared / "grader-class.json"
+        if not found.exists():
+            first, second = shared / "grader-class-run1", shared / "grader-class-run2"
+            done = [grade_class(first, seed=1), grade_class(second, seed=2)]
+            found.write_text(json.dumps([
+                [str(folder), vars(result), ours(str(folder)) + ours(MARKER)]
+                for folder, result in zip((first, second), done, strict=True)]))
+    return [(Path(folder), SimpleNamespace(**result), leftovers)
+            for folder, result, leftovers in json.loads(found.read_text())]
 
 
 def expected(folder: Path) -> dict[str, tuple[str, ...]]:
