@@ -1,11 +1,12 @@
 """Did an answer change the arguments it was given, or the global state it ran in?
 
 ``core.exercise.run`` keeps the arguments a call was given (``Outcome.inputs``, a fresh copy of
-the case's); a judge whose task says the inputs must not change compares them with the case's
-own with ``changed_inputs``. ``grad_mode_left_off`` is the global state an answer may leave behind
-(``torch.set_grad_enabled(False)`` never undone): it says so, and switches gradients back on so
-the next case starts clean. Both only see what happened in this process: after ``course grade``'s
-trip from a submission there are no inputs to compare (None: nothing to say).
+the case's); a judge whose task says the inputs must not change compares them with the case's own
+with ``changed_inputs`` (and ``train_mode_changed`` for train/eval). ``grad_mode_left_off`` is the
+global state an answer may leave behind (``torch.set_grad_enabled(False)`` never undone): it says
+so, and switches gradients back on so the next case starts clean. Both only see what happened in
+this process: after ``course grade``'s trip from a submission there are no inputs to compare
+(None: nothing to say).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ def _tensor_change(before: torch.Tensor, after: Any) -> str | None:
         return "changed its storage offset"
     if after.dtype != before.dtype:
         return f"changed its dtype to {after.dtype}"
+    if after.device != before.device:
+        return f"moved from {before.device} to {after.device}"
     if after.requires_grad != before.requires_grad:
         return f"changed requires_grad to {after.requires_grad}"
+    if before.device.type == "meta":
+        return None  # a meta tensor has no values to compare
     a, b = before.detach(), after.detach()
     same = a == b
     if a.dtype.is_floating_point or a.dtype.is_complex:
@@ -95,6 +100,31 @@ def changed_inputs(case: Case, outcome: Outcome, names: Sequence[str],
         if problem:
             name = names[i] if i < len(names) else f"argument {i + 1}"
             return f"your function changed its input `{name}`: {problem}; leave the inputs as they are"
+    return None
+
+
+def _modes(module: nn.Module) -> dict[str, bool]:
+    return {name or "the model": m.training for name, m in module.named_modules()}
+
+
+def train_mode_changed(case: Case, outcome: Outcome, names: Sequence[str]) -> str | None:
+    """Which module argument the call switched between training and eval mode (the model, or a
+    module inside it), or None; None too when ``outcome`` has no inputs. ``difference`` leaves
+    train/eval out: a training function may legitimately switch it; this is for one that may not."""
+    if outcome.inputs is None:
+        return None
+    args, _ = outcome.inputs
+    for i, (before, after) in enumerate(zip(case.args, args, strict=False)):
+        if not (isinstance(before, nn.Module) and isinstance(after, nn.Module)):
+            continue
+        was, now = _modes(before), _modes(after)
+        for where, training in was.items():
+            if now.get(where, training) != training:
+                name = names[i] if i < len(names) else f"argument {i + 1}"
+                what = f"`{name}`" if where == "the model" else f"`{name}.{where}`"
+                mode = "training" if now[where] else "eval"
+                return (f"your function switched {what} to {mode} mode and left it there; leave "
+                        "the model as it was given")
     return None
 
 

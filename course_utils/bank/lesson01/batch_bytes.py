@@ -7,6 +7,7 @@ import math
 import operator
 import random
 
+import numpy as np
 import torch
 
 from course_utils.core.exercise import Case, Exercise, patched
@@ -28,6 +29,10 @@ def _fixed() -> list[Case]:
         Case("an empty batch (0, 10)", ((0, 10), torch.float32)),
         Case("a bool mask (8, 8)", ((8, 8), torch.bool)),
         Case("an image batch (16, 3, 224, 224) uint8", ((16, 3, 224, 224), torch.uint8)),
+        Case("a batch of 1: (1, 7) float64", ((1, 7), torch.float64)),
+        Case("size-1 dimensions (1, 1, 1) int16", ((1, 1, 1), torch.int16)),
+        Case("odd sizes (3, 5) complex128", ((3, 5), torch.complex128)),
+        Case("one dimension (3,) bfloat16", ((3,), torch.bfloat16)),
     ]
 
 
@@ -35,6 +40,25 @@ def _random(rng: random.Random) -> Case:
     shape = tuple(rng.randint(0, 64) for _ in range(rng.randint(0, 4)))
     dtype = rng.choice(DTYPES)
     return Case(f"shape {shape} {dtype}", (shape, dtype))
+
+
+def _ask_pytorch(shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    """An alternative answer: a tensor on the meta device (no memory) knows its own nbytes."""
+    return torch.empty(shape, dtype=dtype, device="meta").nbytes
+
+
+def _numpy_product(shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    """An alternative answer from the rule: NumPy's integer product (a NumPy integer) times the
+    bits per element (finfo / iinfo; a complex number is two floats, a bool one byte) / 8."""
+    if dtype == torch.bool:
+        bits = 8
+    elif dtype.is_complex:
+        bits = 2 * torch.finfo(dtype).bits
+    elif dtype.is_floating_point:
+        bits = torch.finfo(dtype).bits
+    else:
+        bits = torch.iinfo(dtype).bits
+    return np.prod(shape, dtype=np.int64) * (bits // 8)
 
 
 EXERCISE = Exercise(
@@ -54,5 +78,13 @@ EXERCISE = Exercise(
         "reduce without a start value": lambda shape, dtype: functools.reduce(
             operator.mul, shape) * dtype.itemsize,
         "adds dimensions instead of multiplying": patched(batch_bytes, ("math.prod(shape)", "sum(shape)")),
+        "returns a float (bits / 8)": patched(batch_bytes, ("dtype.itemsize", "(dtype.itemsize * 8 / 8)")),
+        "an off-by-one, as a float": lambda shape, dtype: float(math.prod(shape) * dtype.itemsize + 1),
+        "NumPy's product without an integer dtype (1.0 for shape ())": lambda shape, dtype: (
+            np.prod(shape) * dtype.itemsize),
+    },
+    alternatives={
+        "a meta tensor's nbytes": _ask_pytorch,
+        "NumPy's integer product times the element size": _numpy_product,
     },
 )

@@ -29,6 +29,26 @@ def _device_states() -> list[Case]:
     return cases
 
 
+def _if_chain(mps_built: bool, mps_available: bool, cuda_available: bool, prefer: str | None) -> str:
+    """An alternative answer: the rule as a chain of ifs."""
+    mps_ok = mps_built and mps_available
+    if prefer == "cpu" or (prefer == "mps" and mps_ok) or (prefer == "cuda" and cuda_available):
+        return prefer
+    if mps_ok:
+        return "mps"
+    if cuda_available:
+        return "cuda"
+    return "cpu"
+
+
+def _first_usable(mps_built: bool, mps_available: bool, cuda_available: bool,
+                  prefer: str | None) -> str:
+    """An alternative answer: the preference put in front of the automatic order, first usable wins."""
+    usable = {"mps": mps_built and mps_available, "cuda": cuda_available, "cpu": True}
+    order = ([prefer] if prefer else []) + ["mps", "cuda", "cpu"]
+    return [kind for kind in order if usable[kind]][0]
+
+
 EXERCISE = Exercise(
     id="01.choose_device",
     title="The device-choice state machine",
@@ -45,5 +65,12 @@ EXERCISE = Exercise(
         "ignores the preference": lambda built, avail, cuda, prefer: choose_device(built, avail, cuda, None),
         "trusts the preference blindly": lambda built, avail, cuda, prefer: prefer or choose_device(
             built, avail, cuda, None),
+        "prefers cuda over mps": lambda built, avail, cuda, prefer: choose_device(
+            built, avail and not cuda, cuda, prefer) if prefer != "mps" else choose_device(
+            built, avail, cuda, prefer),
+    },
+    alternatives={
+        "a chain of ifs": _if_chain,
+        "the preference first, then the automatic order": _first_usable,
     },
 )
