@@ -119,13 +119,25 @@ def answer_key(answer: Callable) -> str:
     return hashlib.sha256(_code_bytes(code)).hexdigest()[:16]
 
 
+def _cell_id() -> str | None:
+    """The notebook cell being run, where the front end says (JupyterLab does; nbclient does not)."""
+    try:
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        return kernel.get_parent()["metadata"].get("cellId") if kernel is not None else None
+    except Exception:  # noqa: BLE001 - no kernel, an old one, or no metadata: use the source
+        return None
+
+
 def _call_site() -> str | None:
-    """Where ``hint()`` was called: the cell (IPython names a cell's file after a hash of its
-    source, so the same cell run again is the same site) and the line."""
+    """Where ``hint()`` was called: the notebook cell (its id, or the file IPython names after a
+    hash of the cell's source, so the same cell run again is the same site) and the line."""
     frame = sys._getframe(2)
     if frame is None:
         return None
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    cell = _cell_id() or os.path.basename(frame.f_code.co_filename)
+    return f"{cell}:{frame.f_lineno}"
 
 
 def hint(exercise_id: str) -> None:
@@ -135,5 +147,5 @@ def hint(exercise_id: str) -> None:
         print(f"{exercise_id} has no hints.")
         return
     level = progress.next_hint(exercise_id, _call_site(), len(exercise.hints))
-    tail = "" if level < len(exercise.hints) else " (last hint)"
+    tail = " (last hint)" if level == len(exercise.hints) else " (the next one: hint() in a new cell)"
     print(f"Hint {level}/{len(exercise.hints)} for {exercise_id}{tail}: {exercise.hints[level - 1]}")
