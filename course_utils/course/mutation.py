@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from course_utils.core.exercise import Exercise
-from course_utils.course.mutation_ops import GRADIENT_WORDS, sites
+from course_utils.course.mutation_ops import GRADIENT_PROSE, GRADIENT_WORDS, sites
 
 SEEDS = (0, 1)  # a mutant is killed when check() rejects it with either seed
 TIME_PER_MUTANT_S = 10.0
@@ -50,8 +50,8 @@ def _function_tree(reference: Callable) -> ast.Module:
 
 
 def _code_text(tree: ast.Module) -> str:
-    """The function's source without its docstring: a docstring that mentions gradients does not
-    make code that never touches autograd worth no_grad / detach mutants."""
+    """The function's source without its docstring: prose ("weights, grads and state") does not
+    make integer arithmetic worth no_grad / detach mutants (``GRADIENT_PROSE`` is what does)."""
     bare = copy.deepcopy(tree)
     func = bare.body[0]
     if func.body and isinstance(func.body[0], ast.Expr) and isinstance(
@@ -85,7 +85,9 @@ def _compile(tree: ast.Module, reference: Callable, key: str) -> Callable:
 def mutants_of(reference: Callable) -> list[Mutant]:
     """Every automatic mutant of ``reference`` (keys unique; none that fail to compile)."""
     original = _function_tree(reference)
-    about_gradients = any(word in _code_text(original) for word in GRADIENT_WORDS)
+    code, docstring = _code_text(original), ast.get_docstring(original.body[0]) or ""
+    about_gradients = (any(word in code for word in GRADIENT_WORDS)
+                       or any(word in docstring for word in GRADIENT_PROSE))
     count = len(list(ast.walk(original)))
     found: dict[str, Mutant] = {}
     for index in range(count):

@@ -170,7 +170,10 @@ def _function(node: ast.FunctionDef) -> list[tuple[str, Build]]:
     return out
 
 
-GRADIENT_WORDS = ("grad", "backward", "detach", "optim", ".step(", "inference_mode")
+# code that names one of these is about autograd (``optim.``, not ``optim``: a parameter named
+# ``optimizer`` in integer arithmetic is not); a docstring that names one of GRADIENT_PROSE too
+GRADIENT_WORDS = ("grad", "backward", "detach", "optim.", ".step(", "inference_mode")
+GRADIENT_PROSE = ("autograd", "backward")
 GRADIENT_KINDS = ("no_grad added", "no_grad dropped", "detach added", "detach dropped")
 
 

@@ -87,7 +87,13 @@ def _judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
             or changed_inputs(case, got, ("model",)) or train_mode_changed(case, got, ("model",)))
 
 
-def _freezes_as_it_counts(model: nn.Module) -> int:
+def counts_in_eval_mode(model: nn.Module) -> int:
+    """A wrong answer only check() can see: it leaves the model in eval mode (tests/test_bank)."""
+    return count_trainable(model.eval())
+
+
+def freezes_as_it_counts(model: nn.Module) -> int:
+    """A wrong answer only check() can see (it changes the model it was given; tests/test_bank)."""
     total = 0
     for p in model.parameters():
         if p.requires_grad:
@@ -137,8 +143,6 @@ EXERCISE = Exercise(
         "counts buffers too (BatchNorm's running statistics)": lambda model: count_trainable(model) + sum(
             b.numel() for b in model.buffers() if b.is_floating_point()),
         "returns a float": lambda model: float(count_trainable(model)),
-        "freezes the parameters it has counted": _freezes_as_it_counts,
-        "calls model.eval() first": lambda model: count_trainable(model.eval()),
     },
     equivalent={
         "no_grad added": "counting reads numel() and requires_grad, neither of which grad mode changes",

@@ -3,7 +3,9 @@ state, divided by the bytes per sample, rounded down."""
 
 from __future__ import annotations
 
+import math
 import random
+from fractions import Fraction
 
 from course_utils.core.exercise import Case, Exercise, patched
 
@@ -27,6 +29,12 @@ def _fixed() -> list[Case]:
         Case("7B params, Adam fp32, 96 GiB: nothing fits", (96 * gib, 7_000_000_000, "adam", 50 * 2**20)),
         Case("budget exactly the fixed part", (16_000_000, 1_000_000, "adam", 1000)),
         Case("fp16 values, 2 bytes each", (10_000_000, 1_000_000, "adam", 1000, 2)),
+        Case("room for exactly one sample: a batch of 1", (16_001_000, 1_000_000, "adam", 1000)),
+        Case("one byte short of a second sample", (16_001_999, 1_000_000, "adam", 1000)),
+        Case("one byte short of the first sample", (16_000_999, 1_000_000, "adam", 1000)),
+        Case("an odd number of samples fit (7), 8 bytes per value",
+             (3 * 8 * 5 + 7 * 3, 5, "sgd_momentum", 3, 8)),
+        Case("no parameters at all", (4096, 0, "adam", 512)),
     ]
 
 
@@ -38,6 +46,26 @@ def _random(rng: random.Random) -> Case:
     budget = rng.randint(0, n_params * bpv * 5 + 100 * per_sample)
     return Case(f"budget {budget:,}, {n_params:,} params, {optimizer}, {per_sample:,} B/sample, "
                 f"{bpv} B/value", (budget, n_params, optimizer, per_sample, bpv))
+
+
+def _step_by_step(budget: int, n_params: int, optimizer: str, per_sample: int,
+                  bytes_per_value: int = 4) -> int:
+    """An alternative answer: subtract each fixed part, then divmod what is left."""
+    left = budget
+    for copies in (1, 1, {"sgd": 0, "sgd_momentum": 1, "adam": 2}[optimizer]):  # weights, grads, state
+        left -= copies * n_params * bytes_per_value
+    if left < per_sample:
+        return 0
+    samples, _rest = divmod(left, per_sample)
+    return samples
+
+
+def _floor_of_ratio(budget: int, n_params: int, optimizer: str, per_sample: int,
+                    bytes_per_value: int = 4) -> int:
+    """An alternative answer: math.floor of an exact fraction, clamped at zero."""
+    values_per_param = 2 + ("momentum" in optimizer) + 2 * (optimizer == "adam")
+    left = Fraction(budget - n_params * bytes_per_value * values_per_param, per_sample)
+    return max(math.floor(left), 0)
 
 
 EXERCISE = Exercise(
@@ -61,5 +89,11 @@ EXERCISE = Exercise(
                                                             "(budget - fixed) // per_sample")),
         "rounds up": patched(largest_batch, ("(budget - fixed) // per_sample",
                                              "-((fixed - budget) // per_sample)")),
+        "true division, rounded down, as a float": patched(largest_batch, (
+            "max(0, (budget - fixed) // per_sample)", "max(0.0, (budget - fixed) / per_sample // 1)")),
+    },
+    alternatives={
+        "each fixed part subtracted, then divmod": _step_by_step,
+        "math.floor of an exact fraction": _floor_of_ratio,
     },
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-import torch  # noqa: F401 - a mutant's source names it
+import torch
 
 from course_utils.core.exercise import Case, Exercise, Outcome, patched
 from course_utils.labs.case_inputs import SimulatedOOMStep
@@ -39,6 +39,10 @@ def _fixed() -> list[Case]:
              (SimulatedOOMStep(64, other=ValueError("labels out of range")), 64, 1)),
         Case("a non-OOM RuntimeError must pass through",
              (SimulatedOOMStep(64, other=RuntimeError("mat1 and mat2 shapes cannot be multiplied")), 64, 1)),
+        Case("a batch of 1 that fits", (SimulatedOOMStep(1), 1, 1)),
+        Case("batch_size is min_batch and it runs out of memory", (SimulatedOOMStep(4, "mps"), 8, 8)),
+        Case("odd sizes: 99 -> 49 -> 24 -> 12 -> 6", (SimulatedOOMStep(7), 99, 1)),
+        Case("the halving would undershoot min_batch 20: 64 -> 32 -> 20", (SimulatedOOMStep(25), 64, 20)),
     ]
 
 
@@ -49,7 +53,23 @@ def _random(rng: random.Random) -> Case:
                 (SimulatedOOMStep(fits, kind), batch, min_batch))
 
 
+def _sizes_tried(expected: Outcome, got: Outcome) -> str | None:
+    """The step records the sizes it was called with (in check()'s process): they must be the
+    reference's, batch_size then halvings, never below min_batch."""
+    if got.inputs is None or expected.inputs is None:
+        return None
+    want, have = expected.inputs[0][0].calls, got.inputs[0][0].calls
+    if have != want:
+        return f"called step with sizes {have[:12]}; the halving from batch_size tries {want}"
+    return None
+
+
 def _judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
+    problem = _value_or_error(expected, got, case)
+    return problem or _sizes_tried(expected, got)
+
+
+def _value_or_error(expected: Outcome, got: Outcome, case: Case) -> str | None:
     if expected.error is None:
         if got.error is not None:
             return f"raised {type(got.error).__name__}: {got.error}"
@@ -75,6 +95,51 @@ def _retry_once(step, batch_size, min_batch):
         return step(batch_size), batch_size
     except RuntimeError:
         return step(max(min_batch, batch_size // 2)), max(min_batch, batch_size // 2)
+
+
+def twice_per_size(step, batch_size: int, min_batch: int) -> tuple:
+    """A wrong answer only check() can see (the step's record of the sizes tried; tests/test_bank):
+    "an OOM may be transient", so every size is tried twice before halving."""
+    size = batch_size
+    while True:
+        for _attempt in range(2):
+            try:
+                return step(size), size
+            except Exception as err:
+                if not is_out_of_memory(err):
+                    raise
+                last = err
+        if size <= min_batch:
+            raise RuntimeError(f"out of memory even at min_batch={min_batch}") from last
+        size = max(min_batch, size // 2)
+
+
+def _recursive(step, batch_size: int, min_batch: int) -> tuple:
+    """An alternative answer: recursion, the out-of-memory test written from the rule."""
+    try:
+        return step(batch_size), batch_size
+    except RuntimeError as err:  # torch.OutOfMemoryError is a RuntimeError too
+        if not (isinstance(err, torch.OutOfMemoryError) or "out of memory" in str(err)):
+            raise
+        if batch_size <= min_batch:
+            raise RuntimeError(f"min_batch={min_batch} still does not fit") from err
+    return _recursive(step, max(min_batch, batch_size // 2), min_batch)
+
+
+def _planned_sizes(step, batch_size: int, min_batch: int) -> tuple:
+    """An alternative answer: the sizes to try, listed first; the last error re-raised at the end."""
+    sizes = [batch_size]
+    while sizes[-1] > min_batch:
+        sizes.append(max(min_batch, sizes[-1] // 2))
+    last = None
+    for size in sizes:
+        try:
+            return step(size), size
+        except Exception as err:
+            if not is_out_of_memory(err):
+                raise
+            last = err
+    raise RuntimeError(f"out of memory at every size down to min_batch={min_batch}") from last
 
 
 EXERCISE = Exercise(
@@ -103,5 +168,13 @@ EXERCISE = Exercise(
         "swallows the final error": patched(retry_halving, (
             'raise RuntimeError(f"out of memory even at min_batch={min_batch}") from err',
             "return None, min_batch")),
+        "tries the same size again after halving to min_batch": patched(retry_halving, (
+            "if size <= min_batch:", "if size < min_batch:")),
+        "halves before the first try": patched(retry_halving, ("size = batch_size\n",
+                                                               "size = max(min_batch, batch_size // 2)\n")),
+    },
+    alternatives={
+        "recursion, the OOM test written from the rule": _recursive,
+        "the sizes to try listed first": _planned_sizes,
     },
 )
