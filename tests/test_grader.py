@@ -513,7 +513,8 @@ def test_can_every_exercise_be_graded_in_batch_but_those_that_watch_their_proces
         assert len(ready) + len(skipped) == len(judging.lesson_exercises(lesson.number))
         left_out.update(skipped)
     capstone = ["08.capstone_loss", "08.capstone_frozen", "08.capstone_fallback", "08.capstone_syncs"]
-    assert list(left_out) == ["03.log_every_n", "04.prefix_sum", *capstone]
+    assert list(left_out) == ["03.honest_timer", "03.log_every_n", "04.prefix_sum", *capstone]
+    assert "the device's own record" in left_out["03.honest_timer"]
     assert all("made-up report" in left_out[name] for name in capstone)
     assert "how often the answer reads the losses to the host" in left_out["03.log_every_n"]
     assert "watches which ops the answer runs" in left_out["04.prefix_sum"]

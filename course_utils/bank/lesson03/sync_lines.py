@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import random
+from collections import Counter
 
 from course_utils.core.exercise import Case, Exercise, patched
 from course_utils.labs.case_inputs import make_loop
@@ -62,6 +63,10 @@ def _fixed() -> list[Case]:
          ["lr_now = host_lr.item()", "kept.append(loss.detach())", "history.append(loss.item())"], 2),
         ("a sync every other step", ["if step % 2 == 0: history.append(loss.item())",
                                      "preds = logits.argmax(1).cpu()"], 5),
+        ("two reads on one line, one step", ["pair = loss.item(), logits.sum().item()"], 1),
+        ("a comparison with a device tensor, a string of it, even steps",
+         ["if loss > 100: history.append(-1.0)", "text = str(loss)", "mask = y == 0"], 4),
+        ("nothing syncs", ["n = len(x)", "running = running + loss.detach()"], 3),
     ]:
         loop = make_loop(statements, f"loop: {name}")
         cases.append(Case(name, (loop, *loop_data(rng, steps))))
@@ -81,6 +86,18 @@ def _grep(loop, *args):
     lines, _ = inspect.getsourcelines(loop)
     words = (".item()", ".cpu()", ".tolist()", "print(")
     return {i + 1: 1 for i, line in enumerate(lines) if any(w in line for w in words)}
+
+
+def _counter(loop, *args) -> dict[int, int]:
+    """An alternative answer: a Counter of the points' lines, offset by the code's first line."""
+    first = loop.__code__.co_firstlineno
+    return dict(Counter(p.where.line - first + 1 for p in find_sync_points(loop, *args).points))
+
+
+def _by_line_shifted(loop, *args) -> dict[int, int]:
+    """An alternative answer: the report's own per-line counts, renumbered from the def line."""
+    shift = inspect.getsourcelines(loop)[1] - 1
+    return {line - shift: count for line, count in find_sync_points(loop, *args).by_line().items()}
 
 
 EXERCISE = Exercise(
@@ -104,5 +121,9 @@ EXERCISE = Exercise(
         "counts only explicit reads": patched(sync_lines, (
             "for point in report.points:",
             'for point in [p for p in report.points if p.kind in ("item", "tolist", "to host")]:')),
+    },
+    alternatives={
+        "a Counter of lines from __code__.co_firstlineno": _counter,
+        "the report's by_line(), renumbered": _by_line_shifted,
     },
 )

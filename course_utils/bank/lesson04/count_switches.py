@@ -7,11 +7,12 @@ MPS has no kernel (a fallback); otherwise on mps.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from course_utils.core.exercise import Case, Exercise, patched
 
-# Seed 003's five stages: host batch -> mps forward -> fallback op -> mps classifier -> host log.
+# Lesson 04's five stages: host batch -> mps forward -> fallback op -> mps classifier -> host log.
 SEED_PATH = [
     ("aten::lift_fresh", "cpu", False), ("aten::_to_copy", "mps", True),
     ("aten::embedding", "mps", True), ("aten::cumsum", "mps", False),
@@ -33,7 +34,7 @@ def count_switches(path: list[tuple[str, str, bool]]) -> int:
 def _fixed() -> list[Case]:
     mps = [("aten::addmm", "mps", True), ("aten::relu", "mps", True)]
     return [
-        Case("seed 003's five-stage path", (SEED_PATH,)),
+        Case("lesson 04's five-stage path", (SEED_PATH,)),
         Case("an empty path", ([],)),
         Case("all on mps", (mps,)),
         Case("tokenizing on the cpu first (no MPS kernel needed there)",
@@ -43,6 +44,11 @@ def _fixed() -> list[Case]:
         Case("the path starts with a fallback", ([("aten::embedding_renorm_", "mps", False), *mps],)),
         Case("a fallback, then the host", ([mps[0], ("aten::linalg_svd", "mps", False),
                                              ("aten::_to_copy", "cpu", True)],)),
+        Case("one step", ([("aten::cumsum", "mps", False)],)),
+        Case("every step falls back", ([("aten::cumsum", "mps", False), ("aten::col2im", "mps", False)],)),
+        Case("mps and cpu alternate, 5 steps (4 switches)",
+             ([mps[0], ("aten::mean", "cpu", True)] * 2 + [mps[1]],)),
+        Case("mps and cpu alternate, 4 steps (3 switches)", ([("aten::mean", "cpu", True), mps[0]] * 2,)),
     ]
 
 
@@ -50,6 +56,23 @@ def _random(rng: random.Random) -> Case:
     path = [(rng.choice(OPS), rng.choice(("mps", "mps", "cpu")), rng.random() < 0.7)
             for _ in range(rng.randint(0, 12))]
     return Case(f"random path of {len(path)} steps", (path,))
+
+
+def _previous_place(path: list[tuple[str, str, bool]]) -> int:
+    """An alternative answer: walk the path, remembering where the last step ran."""
+    switches, last = 0, None
+    for _op, device, kernel in path:
+        here = "mps" if device == "mps" and kernel else "cpu"
+        if last is not None and here != last:
+            switches += 1
+        last = here
+    return switches
+
+
+def _runs_of_places(path: list[tuple[str, str, bool]]) -> int:
+    """An alternative answer: group neighbouring steps by place; the switches are the runs minus one."""
+    places = ["cpu" if device == "cpu" or not kernel else device for _, device, kernel in path]
+    return max(0, sum(1 for _ in itertools.groupby(places)) - 1)
 
 
 _ignores_kernels = patched(count_switches, ("_runs_on(device, kernel)", "_runs_on(device, True)"))
@@ -75,5 +98,18 @@ EXERCISE = Exercise(
             device != "cpu" and not kernel for _, device, kernel in path),
         "counts distinct places minus one": patched(count_switches, (_COUNT, "max(len(set(places)) - 1, 0)")),
         "counts the steps on the cpu": patched(count_switches, (_COUNT, 'sum(p == "cpu" for p in places)')),
+        "counts the fallbacks": lambda path: sum(
+            device != "cpu" and not kernel for _, device, kernel in path),
+    },
+    equivalent={
+        "swapped arguments: `zip(places, places[1:], strict=False)` -> "
+        "`zip(places[1:], places, strict=False)`":
+            "a != b is symmetric: the pairs are the same neighbours, each in the other order",
+        "keyword dropped: `zip(places, places[1:], strict=False)` -> `zip(places, places[1:])`":
+            "strict=False is zip's default",
+    },
+    alternatives={
+        "walk the path, remembering the last place": _previous_place,
+        "itertools.groupby runs minus one": _runs_of_places,
     },
 )

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import random
 
-from course_utils.core.exercise import Case, Exercise, patched
+from course_utils.core.compare import mismatch
+from course_utils.core.exercise import Case, Exercise, Outcome, patched
+from course_utils.core.inputs import changed_inputs
 
 
 def find_fallbacks(events: list[dict]) -> list[str]:
@@ -46,6 +48,12 @@ def _fixed() -> list[Case]:
         Case("two different ops", ([*DEVICE_STEPS, col2im, DEVICE_STEPS[2], emb, col2im],)),
         Case("a mixed mps/cpu-scalar op and a factory on mps", ([HOST_STEPS[0], add, randperm],)),
         Case("an empty trace", ([],)),
+        Case("an op that is host work first, a fallback later: listed where it falls back",
+             ([_event("aten::col2im", ("cpu",), ("cpu",), False), cumsum, col2im, cumsum],)),
+        Case("a copy from the host to mps without a kernel is host work",
+             ([_event("aten::_to_copy", ("cpu",), ("mps",), False), *DEVICE_STEPS],)),
+        Case("one event, a fallback", ([randperm],)),
+        Case("every op falls back", ([emb, cumsum, col2im, add, randperm, emb],)),
     ]
 
 
@@ -55,12 +63,44 @@ def _random(rng: random.Random) -> Case:
     return Case(f"random trace of {len(events)} ops", (events,))
 
 
+def _judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
+    if got.error is not None:
+        return f"raised {type(got.error).__name__}: {got.error}"
+    return mismatch(expected.value, got.value) or changed_inputs(case, got, ("events",))
+
+
+def _seen_set(events: list[dict]) -> list[str]:
+    """An alternative answer: a set for what is already listed, the devices tested one by one."""
+    found, seen = [], set()
+    for e in events:
+        devices = e["inputs"] if e["inputs"] else e["outputs"]
+        if any(d == "mps" for d in devices) and e["mps_kernel"] is False and e["op"] not in seen:
+            seen.add(e["op"])
+            found.append(e["op"])
+    return found
+
+
+def _ordered_keys(events: list[dict]) -> list[str]:
+    """An alternative answer: dict.fromkeys keeps the first appearance of each op, in order."""
+    def falls_back(e: dict) -> bool:
+        return not e["mps_kernel"] and "mps" in (tuple(e["inputs"]) or tuple(e["outputs"]))
+
+    return list(dict.fromkeys(e["op"] for e in events if falls_back(e)))
+
+
+def first_seen_anywhere(events: list[dict]) -> list[str]:
+    """A wrong answer: orders the fallbacks by where the op first appears, host work included."""
+    fallbacks = set(find_fallbacks(events))
+    return [op for op in dict.fromkeys(e["op"] for e in events) if op in fallbacks]
+
+
 EXERCISE = Exercise(
     id="04.find_fallbacks",
     title="Find the ops that fall back in a trace",
     reference=find_fallbacks,
     fixed=_fixed,
     random=_random,
+    judge=_judge,
     hints=(
         "An op falls back when its tensors are on mps and MPS has no kernel for it. An op on cpu "
         "tensors (tokenizing, collating) is host work, not a fallback, kernel or not.",
@@ -74,5 +114,11 @@ EXERCISE = Exercise(
         "stops at the first fallback": lambda events: find_fallbacks(events)[:1],
         "misses factories (looks at inputs only)": patched(find_fallbacks, (
             '(e["inputs"] or e["outputs"])', 'e["inputs"]')),
+        "orders by first appearance, host work included": first_seen_anywhere,
+        "a set: each op once, order lost": lambda events: sorted(set(find_fallbacks(events))),
+    },
+    alternatives={
+        "a set of what is listed, devices tested one by one": _seen_set,
+        "dict.fromkeys of the ops that fall back": _ordered_keys,
     },
 )
