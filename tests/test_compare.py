@@ -44,6 +44,20 @@ def test_floats_use_tolerance_and_ints_are_exact():
     assert mismatch(10, 11) == "11 != expected 10"
 
 
+def test_an_expected_integer_takes_python_and_numpy_integers_and_refuses_floats_and_bools():
+    import numpy as np
+
+    assert mismatch(12, 12) is None and mismatch(12, np.int64(12)) is None
+    assert mismatch(0, np.uint8(0)) is None
+    assert "expected an integer, got float" in mismatch(12, 12.0)  # equal, but a float
+    assert "expected an integer, got float" in mismatch(12, 13.0)  # an off-by-one as a float
+    assert "expected an integer" in mismatch(12, 12.0 + 1e-7)  # within any relative tolerance
+    assert "expected an integer" in mismatch(12, np.float64(12.0))
+    assert "expected an integer, got bool" in mismatch(1, True)
+    assert "expected an integer" in mismatch(3, torch.tensor(3))
+    assert mismatch(2**40 + 1, 2**40) == f"{2**40} != expected {2**40 + 1}"  # exact, however large
+
+
 def test_describe_value_has_no_memory_addresses():
     class Plain:  # the default repr: <...Plain object at 0x7f...>
         pass

@@ -94,6 +94,34 @@ def test_an_endless_mutant_counts_as_killed(monkeypatch):
     assert mutation.is_killed(ex, spin, seeds=(0,))
 
 
+def test_a_docstring_or_a_parameter_name_does_not_make_arithmetic_about_gradients():
+    def budget(total: int, optimizer: str) -> int:
+        """Bytes left after weights, grads and optimizer state."""
+        return total - 3 * len(optimizer)
+
+    def saved(fn, x) -> int:
+        """Bytes autograd saves for backward."""
+        return fn(x)
+
+    def trains(model) -> None:
+        model.weight.grad = None
+
+    assert not any(m.key.startswith(("no_grad", "detach")) for m in mutation.mutants_of(budget))
+    assert any(m.key == "no_grad added" for m in mutation.mutants_of(saved))
+    assert any(m.key == "no_grad added" for m in mutation.mutants_of(trains))
+
+
+@pytest.mark.parametrize("exercise_id", bank.ids())
+def test_every_check_kills_its_automatic_mutants_and_declares_the_rest(exercise_id):
+    """No undeclared survivor, no stale equivalent, at least 90% of the non-equivalent automatic
+    mutants killed (``course mutants`` prints the same figures)."""
+    result = mutation.score(bank.get(exercise_id))
+    assert result.survivors == [], f"undeclared survivors: {result.survivors}"
+    assert result.stale == [], f"declared equivalent but killed or gone: {result.stale}"
+    assert result.ratio >= 0.9
+    assert result.hand_killed == result.hand
+
+
 def test_every_exercise_has_automatic_mutants():
     for exercise_id in bank.ids():
         ex = bank.get(exercise_id)
