@@ -85,12 +85,25 @@ def test_a_tensor_can_stand_in_for_the_model():
     (None, "1", False, "restart the kernel"),
     ("1", None, True, "restart the kernel"),
     ("0", "0", False, "0 (set before import torch)"),
+    ("2", "2", True, "2 (set before import torch)"),
+    ("-1", "-1", True, "-1 (set before import torch)"),
+    ("00", "00", False, "00 (set before import torch)"),
+    ("yes", "yes", False, "not an integer"),
 ])
 def test_the_fallback_variable_is_judged_by_its_value_at_import(at_import, now, enabled, words):
     facts = replace(MAC, fallback_at_torch_import=at_import, fallback_now=now,
                     fallback_import_order_known=True)
     report = dev.diagnose(facts)
     assert report.fallback_enabled is enabled and words in report.fallback_note
+
+
+@pytest.mark.parametrize("value, enabled", [
+    (None, False), ("0", False), ("1", True), ("2", True), (" 3", True), ("1abc", True),
+    ("-0", False), ("", None), ("true", None), ("on", None),
+])
+def test_is_the_variable_read_as_std_stoi_reads_it(value, enabled):
+    """MPSFallback.mm: ``std::stoi(v) == 0`` is off; any other integer is on; no integer throws."""
+    assert dev.fallback_enabled_by(value) is enabled
 
 
 def test_unknown_import_order_is_said_so():

@@ -73,6 +73,10 @@ def test_does_an_unsupported_op_raise_without_the_fallback_variable():
     text = str(info.value)
     assert "'aten::cumsum' is not currently implemented for the MPS device" in text
     assert "PYTORCH_ENABLE_MPS_FALLBACK=1" in text and text.endswith("[emulated]")
+    # torch 2.13's MPSFallback.mm wording: #141287, the use case, the build's commit hash
+    assert "comment on https://github.com/pytorch/pytorch/issues/141287 and mention use-case" in text
+    assert f"commit hash {torch.version.git_version}." in text
+    assert "prototype phase" not in text and "77764" not in text
 
 
 def test_do_the_always_fallback_ops_fall_back_even_without_the_variable():

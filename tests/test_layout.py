@@ -210,6 +210,12 @@ def test_permute_copy_times_samples_every_k_the_same_number_of_times():
     assert all(t > 0 for v in times.values() for t in v)
 
 
+def test_permute_copy_times_also_times_the_extra_permutations_it_is_given():
+    times = permute_copy_times(n=6, ks=(2, 3), repeats=2, min_time=0.001,
+                               extra={"2, two size-6 dims": (0, 2, 1, 3, 4, 5)})
+    assert list(times) == [2, 3, "2, two size-6 dims"] and all(len(v) == 2 for v in times.values())
+
+
 def test_both_augmentation_pipelines_give_the_same_images():
     images = synthetic_images(16)
     aware, default = augment(images, aware=True), augment(images, aware=False)

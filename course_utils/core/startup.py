@@ -1,6 +1,6 @@
 """Facts that must be read before torch is imported (stdlib only; imported first by the package).
 
-``PYTORCH_ENABLE_MPS_FALLBACK`` is read once, when torch's MPS library registers (facts §4). If
+``PYTORCH_ENABLE_MPS_FALLBACK`` is read once, when torch's MPS library registers (R48 in references.md). If
 course_utils is imported before torch, the value seen here is the value torch will read.
 """
 

@@ -77,7 +77,8 @@ class BugCard:
         parts = ["The fix:", textwrap.indent(d.fixed_code.rstrip("\n"), "    "), "",
                  f"Why: {d.why}"]
         if d.exercise:
-            parts.append(f"Practice: exercise {d.exercise} in solutions/exercises 07.")
+            lesson = d.exercise.split(".", 1)[0]
+            parts.append(f"Practice: exercise {d.exercise} (run `course start {lesson}`).")
         return "\n".join(parts)
 
     # --- the widget ------------------------------------------------------------------------------

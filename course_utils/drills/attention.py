@@ -67,7 +67,8 @@ AFTER = Drill(
                 "afterwards leaves rows that sum to less than 1, by an amount that depends on "
                 "the padding, so outputs shrink with the padding ratio. Fill padding scores with "
                 "-inf before softmax: padding gets exactly 0 and the rest sums to 1.",
-    source="seed 004, advanced incident 3 (attention mask bug)",
+    source="R36 in references.md (scaled_dot_product_attention: the mask acts on the scores, "
+           "before softmax)",
     exercise="07.masked_attention",
 )
 

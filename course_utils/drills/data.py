@@ -71,7 +71,7 @@ SHUFFLE = Drill(
                 "pulls the model towards that class and the end of the epoch wins: predictions "
                 "pile up on the class seen last. Shuffle the training loader (with a seeded "
                 "generator for reproducibility).",
-    source="seed 004, bug 7",
+    source="R65 in references.md (DataLoader: shuffle defaults to False)",
 )
 
 LEAK_BUGGY = code("""
@@ -131,7 +131,7 @@ LEAK = Drill(
                 "then depend on the test data, and a test split that drifted looks closer to "
                 "training than it is, so evaluation flatters the model. Split first, fit on "
                 "train, apply to everything else.",
-    source="seed 004, bug 8 and interview question 'Debug Wrong Accuracy'",
+    source="lesson 07; a classic interview question (fit preprocessing on the training split only)",
     exercise="07.split_normalise",
 )
 
@@ -180,7 +180,7 @@ CONSTANTS = Drill(
                 "values they leave the inputs in the hundreds, so the first "
                 "layer saturates and training crawls. Scale to [0, 1] first, or compute the "
                 "constants from your own training split.",
-    source="seed 004, bug 9 (ImageNet mean/std on other data)",
+    source="R67 in references.md (the ImageNet mean and std are for pixels scaled to [0, 1])",
 )
 
 DRILLS = (SHUFFLE, LEAK, CONSTANTS)

@@ -50,7 +50,7 @@ MISMATCH = Drill(
                 "them for you, even on Apple silicon's unified memory. Read the model's device "
                 "from a parameter and create or move every input (and the labels) there; choose "
                 "the device in one place.",
-    source="seed 004, bug 10; lesson 01 (require_same_device)",
+    source="lesson 01 (require_same_device)",
     emulated="the 'meta' device stands in for mps/cuda on a machine without a GPU",
 )
 

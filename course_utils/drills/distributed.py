@@ -233,8 +233,8 @@ SKIP = Drill(
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's type and shapes across "
                 "ranks and reports the mismatch at once. Fix: every rank makes every call (join "
                 "with a zero contribution) or filter before sharding.",
-    source="seed 004, advanced incident 2 and interview question on hangs; toolchain notes "
-           "(gloo timeouts, monitored_barrier, TORCH_DISTRIBUTED_DEBUG=DETAIL)",
+    source="R77, R78 in references.md (collectives match by call order; default timeouts; "
+           "monitored_barrier, TORCH_DISTRIBUTED_DEBUG=DETAIL)",
     runner=_gloo_run,
     emulated="two CPU processes with gloo stand in for GPUs with NCCL; the pairing rules are the "
              "same",

@@ -57,13 +57,15 @@ ZERO_GRAD = Drill(
          "mse_loss averages, so SGD needs reduction='sum'",
          "lr=0.01 is too high for a linear model with 8 inputs"),
         "PyTorch accumulates gradients on purpose; without zero_grad() the gradient at step k is "
-        "the sum of all k so far, as if the learning rate grew with every step"),
+        "the sum of all k so far (with SGD on one batch, as if the learning rate grew every step)"),
     hints=("Print model.weight.grad.norm() after each backward().",
            "Which call sets .grad back to zero, and is it in the loop?"),
     explanation="backward() adds into .grad. Without optimizer.zero_grad() the gradient used at "
-                "step k is the sum of k gradients, so the effective step grows linearly (here "
-                "about k times on the same batch). Call zero_grad() once per step, before backward().",
-    source="seed 004, spot-the-bug card 1 and bug 1",
+                "step k is the sum of k gradients. On the same batch, with the weights barely moving, the "
+                "step grows about k times; as the weights move, the sum acts like momentum that "
+                "never decays, and the run overshoots and oscillates. Call zero_grad() once per "
+                "step, before backward().",
+    source="R61 in references.md (gradients accumulate in .grad until zero_grad)",
     exercise="07.zero_grad_loop",
 )
 
@@ -160,7 +162,7 @@ ACCUM = Drill(
                 "micro-batches so far; step % 4 == 0 also fires after the very first micro-batch; "
                 "and without dividing each loss by 4 the summed gradient is 4 times a big batch's. "
                 "Fixed: loss / 4, step when (step + 1) % 4 == 0, then zero_grad().",
-    source="seed 004, interview question 'Debug Model Not Learning'; seed 001's accumulation loop",
+    source="R61 in references.md; a classic interview question on gradient accumulation",
     exercise="07.accumulate",
 )
 
@@ -219,8 +221,7 @@ INPLACE = Drill(
                 "raises rather than compute a wrong gradient. Write h = h + x. Changes made "
                 "through .data or under no_grad() escape the check and do give silently wrong "
                 "gradients.",
-    source="seed 004, bug 6 and its quick check; PyTorch Autograd Mechanics notes (in-place "
-           "correctness checks)",
+    source="R63 in references.md (autograd mechanics: in-place correctness checks)",
 )
 
 DRILLS = (ZERO_GRAD, ACCUM, INPLACE)

@@ -75,7 +75,7 @@ DOUBLE = Drill(
                 "probabilities (all in [0, 1]) it applies softmax a second time, which flattens the "
                 "distribution: the best it can give the right class is e / (e + C - 1), so the "
                 "loss cannot fall below log(1 + (C-1)/e) and the gradients shrink.",
-    source="seed 004, spot-the-bug card 2, bug 2 and 'Why Double Softmax Kills Training'",
+    source="R62 in references.md (CrossEntropyLoss expects unnormalized logits)",
     exercise="07.logits_loss",
 )
 
@@ -128,7 +128,7 @@ DIM = Drill(
     explanation="softmax(dim=0) normalises each (position, token) across the batch, so "
                 "sequences compete with each other and a position's probabilities no longer sum "
                 "to 1; the argmax can pick a different token. Use dim=-1 (the vocabulary).",
-    source="seed 004, spot-the-bug card 3 and bug 4",
+    source="lesson 07 (softmax normalises along the dim it is given)",
 )
 
 # --- a loss mask that broadcasts ------------------------------------------------------------------
@@ -186,7 +186,7 @@ MASK = Drill(
                 "product is (B, B, S). Each sequence's mask now multiplies every sequence's "
                 "losses, so padding positions count. Squeeze the mask to (B, S), assert the "
                 "shape, and divide the masked sum by mask.sum().",
-    source="seed 004, bug 5 (silent broadcasting in loss masks)",
+    source="R66 in references.md (broadcasting semantics)",
     exercise="07.masked_token_mean",
 )
 

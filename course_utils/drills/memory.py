@@ -85,7 +85,7 @@ BUDGET = Drill(
                 "size of the weights: 16 bytes per float32 parameter, 4x the weights, before the "
                 "activations saved for backward, which grow with the batch. Fixes: mixed "
                 "precision, a smaller batch, gradient checkpointing, or a lighter optimizer.",
-    source="seed 004, bug 11 and its recap question on Adam memory; lesson 02 (budgets)",
+    source="R9 in references.md (Adam keeps exp_avg and exp_avg_sq); lesson 02 (budgets)",
 )
 
 # --- a validation loop that keeps its graphs -----------------------------------------------------
@@ -137,7 +137,7 @@ GRAPH = Drill(
                 "backward that never comes, so memory grows with every output kept (the same "
                 "happens with total_loss += loss in a training loop). Use torch.no_grad() or "
                 "inference_mode(), and keep .item() or .detach() values.",
-    source="seed 004, bug 3's fix (eval() plus no_grad()) and bug 11 (training vs inference memory)",
+    source="R64 in references.md (no_grad stops autograd recording; eval() does not)",
 )
 
 # --- gradient checkpointing with use_reentrant=True ----------------------------------------------
@@ -192,7 +192,7 @@ CKPT = Drill(
                 "reentrant implementation (use_reentrant=True) only connects the graph through "
                 "inputs that require grad; raw data does not, so block1's weights get no gradient "
                 "and PyTorch only warns. use_reentrant=False handles it.",
-    source="seed 004, bug 12 and its recap question (checkpointing recomputes the forward)",
+    source="R74 in references.md (torch.utils.checkpoint, use_reentrant)",
 )
 
 DRILLS = (BUDGET, GRAPH, CKPT)

@@ -59,7 +59,7 @@ DROPOUT = Drill(
                 "input gives different predictions. Call model.eval() (and wrap inference in "
                 "torch.no_grad(), which saves the memory of the graph); call model.train() "
                 "before training again.",
-    source="seed 004, bug 3 and its quick check",
+    source="R64 in references.md (eval() and no_grad() are separate switches)",
     exercise="07.predict",
 )
 
@@ -113,7 +113,7 @@ BATCHNORM = Drill(
                 "training mode BatchNorm normalises with the batch's own mean and variance (and "
                 "updates its running statistics), so a prediction depends on the batch. "
                 "model.eval() uses the running statistics: one sample, one answer.",
-    source="seed 004, bug 3 (BatchNorm uses batch statistics instead of running averages)",
+    source="R64 in references.md; BatchNorm uses batch statistics in training mode",
 )
 
 DRILLS = (DROPOUT, BATCHNORM)

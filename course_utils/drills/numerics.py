@@ -80,7 +80,7 @@ LR = Drill(
                 "farther away, so the loss grows by a constant factor per step until it "
                 "overflows float32 to inf and inf - inf gives NaN. Lower the learning rate (10x), "
                 "add warmup, or clip gradients.",
-    source="seed 004, bug 13",
+    source="lesson 07 (a step too large for the curvature)",
 )
 
 # --- log(0) -------------------------------------------------------------------------------------
@@ -140,9 +140,9 @@ LOG = Drill(
     explanation="A logit 120 above the target's makes softmax give the target exp(-118), below "
                 "float32's smallest subnormal, so it is exactly 0; log(0) = -inf and the backward "
                 "pass gives NaN. F.log_softmax / F.cross_entropy compute log-probabilities as "
-                "z - logsumexp(z) and stay finite. Adding 1e-8 inside the log (seed 004's fix) "
+                "z - logsumexp(z) and stay finite. Adding 1e-8 inside the log (a fix often suggested) "
                 "avoids the inf but caps the loss at 18.4 and flattens its gradient.",
-    source="seed 004, bug 14 and interview question 'Debug NaN Loss'",
+    source="R62 in references.md (cross_entropy applies log_softmax to logits)",
     exercise="07.log_probs",
 )
 
@@ -193,7 +193,7 @@ NORM = Drill(
                 "every later operation. F.normalize divides by max(norm, 1e-12), so a zero row "
                 "stays zero. Adding 1e-8 to the norm also avoids the NaN but distorts rows whose "
                 "norm is tiny.",
-    source="seed 004, bug 14 (division by zero)",
+    source="lesson 07 (a zero norm divides 0 by 0)",
     exercise="07.unit_rows",
 )
 
@@ -257,7 +257,7 @@ EXPLODE = Drill(
                 "that the loss overflows. clip_grad_norm_ rescales the gradients so their total "
                 "norm is at most max_norm (1.0 is the usual LLM pretraining default) before the "
                 "step; fixing the initialisation is the deeper cure.",
-    source="seed 004, bug 15",
+    source="R73 in references.md (clip_grad_norm_)",
     exercise="07.clipped_step",
 )
 
@@ -318,7 +318,7 @@ ANOMALY = Drill(
                 "gradient and log's backward computes 0 / 0 = NaN. Anomaly detection raises at "
                 "the first backward function that returns NaN and shows the forward line that "
                 "created it. Fix the input of log: where(x > 0, log(where(x > 0, x, 1)), 0).",
-    source="seed 004, 'PyTorch: Systematic NaN Debugging' (torch.autograd.detect_anomaly)",
+    source="R72 in references.md (torch.autograd.detect_anomaly)",
 )
 
 DRILLS = (LR, LOG, NORM, EXPLODE, ANOMALY)

@@ -106,8 +106,7 @@ LOADER = Drill(
                 "waits (on a GPU: low utilisation). Fixes: preprocess once and cache, vectorise "
                 "the per-item work, or load in parallel with num_workers > 0, persistent_workers "
                 "and prefetching.",
-    source="seed 004, advanced incident 4 (profiler interpretation) and interview question "
-           "'Debug Slow Training'; seed 001 (torch.profiler table)",
+    source="R75 in references.md (torch.profiler tables); R65 (DataLoader workers)",
     runner=_quiet_run,
     emulated="a 0.5 ms sleep per item stands for decoding a file from disk",
 )
@@ -177,7 +176,7 @@ BREAK = Drill(
                 "breaks: two graphs with eager Python in between, and in a tight loop the "
                 "speed-up can vanish. torch._dynamo.explain lists every break and its reason "
                 "without a full compile. torch.where keeps the choice inside one graph.",
-    source="seed 004, 'Emerging Bug Category: torch.compile Graph Breaks' and its quick check",
+    source="R76 in references.md (graph breaks, torch._dynamo.explain)",
     runner=_dynamo_quiet_run,
 )
 

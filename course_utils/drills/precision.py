@@ -68,19 +68,25 @@ FP16 = Drill(
         ("The outlier batch's loss was NaN in float32 as well",
          "AdamW cannot update weights that autocast turned to float16",
          "autocast cast the labels to float16 and they overflowed"),
-        "float16 overflows above 65504; a GradScaler checks every gradient for inf/NaN, skips "
-        "that step and lowers its scale, so one bad batch cannot poison the weights"),
+        "a float16 gradient passed 65504 and became inf. A GradScaler exists for small gradients "
+        "that underflow, but it also skips any step whose gradients hold inf/NaN and lowers its "
+        "scale, so that step never reaches the weights"),
     hints=("Check torch.isfinite on every parameter's .grad right after backward().",
            "torch.amp.GradScaler: scaler.scale(loss).backward(); scaler.step(optimizer); "
            "scaler.update()."),
-    explanation="float16 holds at most 65504. The outlier batch's loss is finite, but a "
-                "gradient computed in float16 passes 65504 and becomes inf; AdamW steps with it, "
-                "the weights become NaN and training cannot recover. A GradScaler multiplies the "
-                "loss (from 65536), checks the unscaled gradients for inf/NaN, skips such a step "
-                "and halves its scale. A few skipped steps, especially at the start, are normal: "
-                "the scaler is finding its level. bfloat16 has float32's range and rarely needs "
-                "one.",
-    source="seed 004, advanced incident 1 (AMP overflow) and its quick check; seed 001's AMP loop",
+    explanation="float16 holds at most 65504. The outlier batch's loss is finite (it is computed "
+                "in float32), but a gradient computed in float16 passes 65504 and becomes inf; "
+                "AdamW steps with it, the weights become NaN and training cannot recover. A "
+                "GradScaler exists to stop small float16 gradients from underflowing to zero: it "
+                "multiplies the loss by its scale (65536 at first), which makes overflow likelier, "
+                "not rarer. What saves this run is its check: a step whose unscaled gradients hold "
+                "inf/NaN is skipped and the scale halved, so no inf reaches the weights. A few "
+                "skipped steps, especially at the start, are normal. It cannot rescue an overflow in "
+                "the forward pass (an activation above 65504); keep values in range or use bfloat16 "
+                "(float32's range). With clipping, call scaler.unscale_(optimizer) before "
+                "clip_grad_norm_.",
+    source="R68, R69, R70, R71 in references.md (float16 range, torch.amp, AMP examples, "
+           "grad_scaler.py)",
 )
 
 DRILLS = (FP16,)

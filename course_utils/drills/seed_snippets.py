@@ -1,4 +1,4 @@
-"""Two snippets of dubious advice from seed 001, run as drills (lesson 07): a "retry on OOM"
+"""Two snippets of dubious MPS advice seen in circulation, run as drills (lesson 07): a "retry on OOM"
 context manager that yields twice, and a LayerNorm that round-trips to the CPU on every call."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ RETRY_BUGGY = code("""
     import contextlib
 
     @contextlib.contextmanager
-    def safe_memory():                     # seed 001: "retry" after an out-of-memory error
+    def safe_memory():                     # circulating advice: "retry" after an out-of-memory error
         try:
             yield
         except RuntimeError as e:
@@ -90,7 +90,7 @@ RETRY = Drill(
                 "didn't stop after throw()'), which replaces the original error, and the block is "
                 "never re-run: a with statement cannot execute its body twice. A retry needs a "
                 "function that calls the work again (after freeing cached memory).",
-    source="seed 001, 'Memory-Intensive Workloads' (safe_mps_memory)",
+    source="R38 in references.md (a generator context manager yields once; the body runs once)",
     emulated="the out-of-memory error is raised by the code itself, as MPS would raise it",
 )
 
@@ -100,7 +100,7 @@ LAYERNORM_BUGGY = code("""
     import torch
     from torch import nn
 
-    class SafeLayerNorm(nn.Module):        # seed 001: "CPU fallback for normalization"
+    class SafeLayerNorm(nn.Module):        # circulating advice: "CPU fallback for normalization"
         def __init__(self, n):
             super().__init__()
             self.norm = nn.LayerNorm(n)
@@ -161,7 +161,8 @@ LAYERNORM = Drill(
     measure=_layernorm_measure,
     question=shuffled_question(
         "seed.layernorm_cpu_round_trip",
-        "seed 001 suggests this SafeLayerNorm 'for critical models'. What does it cost on a Mac?",
+        "Circulating advice suggests this SafeLayerNorm 'for critical models'. What does it cost "
+        "on a Mac?",
         "Two blocking copies per call, then mixed devices",
         ("Nothing: unified memory makes .cpu() free",
          "Only precision: LayerNorm is more exact on the CPU",
@@ -173,11 +174,10 @@ LAYERNORM = Drill(
            "fallback tracing finds it."),
     explanation="Every call copies the activations to the CPU and back: two transfers per "
                 "LayerNorm per forward pass, and a blocking MPS-to-CPU copy waits for all queued "
-                "GPU work (facts §6), so the pipeline stalls at every layer. Worse, model.to('mps') "
-                "also moves self.norm's weights, so norm(x.cpu()) would mix devices. Use "
+                "GPU work (R40 in references.md), so the pipeline stalls at every layer. Worse, "
+                "model.to('mps') also moves self.norm's weights, so norm(x.cpu()) would mix devices. Use "
                 "nn.LayerNorm where the model lives; measure before assuming an op is broken.",
-    source="seed 001, 'Normalization Layers Best Practices' (SafeLayerNorm); facts §6 (sync on "
-           "MPS-to-CPU copies)",
+    source="R40 in references.md (a blocking MPS-to-CPU copy commits and waits); lesson 04",
     emulated="transfers are counted on the CPU, where .cpu() is free; on a Mac each is a copy",
 )
 

@@ -40,7 +40,7 @@ def fixed(lab: Lab) -> dict:
 
     torch.manual_seed(lab.seed)
     ids, labels = lab.dataset()
-    model = TagModel()  # no max_norm in the forward: embedding_renorm_ has no MPS kernel (facts §4)
+    model = TagModel()  # no max_norm in the forward: embedding_renorm_ has no MPS kernel (R48)
     model.up.weight.data = model.down.weight.T.contiguous()  # same values, row-major layout
     clip_rows_(model.embed.weight)  # max_norm=1.0, kept with device ops outside the forward
     optimizer = torch.optim.Adam(model.parameters(), lr=lab.lr)

@@ -1,4 +1,4 @@
-"""The paper's two layout experiments, scaled down to run in seconds (seed 002; lesson 05).
+"""The paper's two layout experiments, scaled down to run in seconds (R56 in references.md; lesson 05).
 
 - ``permute_copy_times``: ``.contiguous()`` after permuting the first k dimensions of a 6-D tensor
   (``reverse_first``), judged by ``rises``.
@@ -27,11 +27,13 @@ def reverse_first(k: int, ndim: int = 6) -> tuple[int, ...]:
 
 
 def permute_copy_times(n: int = 24, ks: Sequence[int] = (2, 3, 4, 5, 6), repeats: int = 7,
-                       min_time: float = 0.02) -> dict[int, list[float]]:
+                       min_time: float = 0.02,
+                       extra: dict[str, tuple[int, ...]] | None = None) -> dict:
     """Seconds ``x.permute(reverse_first(k)).contiguous()`` takes on x of shape (1, n, n, n, n, n).
 
-    The paper's experiment on a (1, 101, 101, 101, 101, 101) tensor, scaled down (seed 002;
-    lesson 05, section 8).
+    The paper's experiment on a (1, 101, 101, 101, 101, 101) tensor, scaled down (R56 in
+    references.md; lesson 05, section 8). ``extra`` adds named permutations of your own (lesson 05
+    adds a k = 2 swap of two size-n dimensions, since reversing the first two moves the size-1 one).
     Each sample is a ``torch.utils.benchmark.Timer`` block of copies lasting about ``min_time``
     on one thread (so a scheduler hiccup is a small part of it); samples are interleaved across k,
     in alternating order, so a noisy moment hits every k alike. Take the median of each list.
@@ -39,12 +41,13 @@ def permute_copy_times(n: int = 24, ks: Sequence[int] = (2, 3, 4, 5, 6), repeats
     from torch.utils.benchmark import Timer
 
     x = torch.randn(1, n, n, n, n, n, generator=torch.Generator().manual_seed(0))
-    timers = {k: Timer("v.contiguous()", globals={"v": x.permute(reverse_first(k))}, num_threads=1)
-              for k in ks}
+    perms = {k: reverse_first(k) for k in ks} | dict(extra or {})
+    timers = {k: Timer("v.contiguous()", globals={"v": x.permute(p)}, num_threads=1)
+              for k, p in perms.items()}
     loops = {k: max(1, round(min_time / timer.timeit(1).mean)) for k, timer in timers.items()}
-    times: dict[int, list[float]] = {k: [] for k in ks}
+    times: dict = {k: [] for k in perms}
     for round_ in range(repeats):
-        for k in (ks if round_ % 2 else list(reversed(ks))):
+        for k in (list(perms) if round_ % 2 else list(reversed(perms))):
             times[k].append(timers[k].timeit(loops[k]).mean)
     return times
 
@@ -74,8 +77,8 @@ def _rotation(batch: int, degrees: float) -> torch.Tensor:
 
 def augment(images: torch.Tensor, aware: bool,
             record: list[tuple[str, Layout]] | None = None) -> torch.Tensor:
-    """The paper's augmentation chain in plain torch on uint8 (n, 32, 32, 3) images (seed 002;
-    lesson 05, section 10).
+    """The paper's augmentation chain in plain torch on uint8 (n, 32, 32, 3) images (R56 in
+    references.md; lesson 05, section 10).
 
     To tensor, crop, vertical flip, horizontal flip, rotation (10 degrees), colour jitter
     (brightness, saturation), crop, grayscale, normalise. ``aware=True`` makes the result of

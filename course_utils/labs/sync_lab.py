@@ -1,7 +1,7 @@
 """Lesson 03's lab: the workloads it times and searches for sync points, shared by the notebook,
 the exercises (``course_utils.bank.lesson03``) and the tests.
 
-- seed 003's issue classifier, scaled down: ``issue_classifier`` and ``issue_batch`` (reports of
+- the course's issue classifier, scaled down: ``issue_classifier`` and ``issue_batch`` (reports of
   128 token positions of 768 features), ``classifier_head`` and ``pooled_batches`` on pooled
   report vectors;
 - ``leaky_loop``: a training loop with sync points planted in it, each planted line marked with a
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-TOKENS, FEATURES, CLASSES = 128, 768, 3  # seed 003's batch is (32, 128, 768) with 3 labels
+TOKENS, FEATURES, CLASSES = 128, 768, 3  # the course's batch is (32, 128, 768) with 3 labels
 
 
 class TokenMean(nn.Module):
@@ -32,7 +32,7 @@ class TokenMean(nn.Module):
 
 
 def issue_classifier(hidden: int = 512, seed: int = 0) -> nn.Module:
-    """Seed 003's issue classifier with a small two-layer encoder before the token average."""
+    """The course's issue classifier with a small two-layer encoder before the token average."""
     torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(FEATURES, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
                          TokenMean(), nn.Linear(hidden, CLASSES))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import re
 from dataclasses import asdict, dataclass
 
 import torch
@@ -43,7 +44,9 @@ class Probe:
 
 
 def _mps_allocates() -> bool:
-    """Hosted macOS runners report MPS available yet fail to allocate (facts §5): try 1 tensor."""
+    """Hosted macOS runners report MPS available yet fail to allocate (R26, R27 in references.md).
+
+    So: try one tensor."""
     try:
         torch.empty(1, device="mps")
         return True
@@ -109,15 +112,32 @@ class Report:
 
 ADVICE = {
     NOT_BUILT: "this torch has no MPS backend (normal off macOS): lessons use CPU and emulate MPS",
-    UNAVAILABLE: "MPS is built but not usable: check macOS >= 14 on Apple Silicon, "
-                 "and that Python is arm64, not x86_64 under Rosetta",
+    UNAVAILABLE: "MPS is built but this Mac cannot use it: check macOS >= 14.0 (sw_vers) "
+                 "on Apple silicon",
     AVAILABLE: "MPS is ready: lessons run on 'mps'",
 }
 
 
+def fallback_enabled_by(value: str | None) -> bool | None:
+    """How torch's MPS library reads PYTORCH_ENABLE_MPS_FALLBACK (lesson 04; R48 in references.md).
+
+    It parses the value with ``std::stoi``, and ``0`` means off: unset -> False, an integer (leading
+    blanks and sign allowed, trailing text ignored, as ``stoi`` does) -> whether it is non-zero,
+    anything else -> None (``stoi`` throws while the MPS library loads)."""
+    if value is None:
+        return False
+    number = re.match(r"\s*[+-]?\d+", value)
+    return None if number is None else int(number.group()) != 0
+
+
 def _fallback_note(p: Probe) -> tuple[bool, str]:
     seen = p.fallback_at_torch_import
-    enabled = seen == "1" if p.fallback_import_order_known else p.fallback_now == "1"
+    value = seen if p.fallback_import_order_known else p.fallback_now
+    parsed = fallback_enabled_by(value)
+    enabled = bool(parsed)
+    if parsed is None:
+        return enabled, (f"{value!r} is not an integer: torch's MPS library cannot parse it "
+                         "(std::stoi) and fails to load on a Mac; use 1 (on) or 0 (off)")
     if not p.fallback_import_order_known:
         return enabled, f"{p.fallback_now or 'unset'} (torch was imported first: import order unknown)"
     if p.fallback_now != seen:
@@ -221,7 +241,7 @@ def summary(facts: Probe | None = None) -> str:
 
 
 def float64_works(device: torch.device | str) -> bool:
-    """Whether ``device`` can hold a float64 tensor (MPS cannot: facts §1)."""
+    """Whether ``device`` can hold a float64 tensor (MPS cannot: R1 in references.md)."""
     try:
         torch.zeros(1, dtype=torch.float64, device=device)
         return True

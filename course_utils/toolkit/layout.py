@@ -8,7 +8,7 @@
   an ``nn.Module`` or a ``torch.optim.Optimizer`` (lesson 06 uses it on the frozen encoder).
 
 The interactive ``StrideExplorer`` lives in ``course_utils.course.stride_explorer``; the paper's two
-experiments, scaled down (seed 002), in ``course_utils.labs.layout_paper``.
+experiments, scaled down (R56 in references.md), in ``course_utils.labs.layout_paper``.
 """
 
 from __future__ import annotations

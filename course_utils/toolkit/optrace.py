@@ -2,8 +2,8 @@
 
 ``trace(fn, *args)`` runs ``fn`` under a ``TorchDispatchMode`` and records every aten op: where its
 tensors live, whether the target backend (MPS) has a kernel for it, and where it therefore runs.
-On a Mac the kernel question goes to the dispatcher's registry (``has_mps_kernel``; facts §4 calls
-this a heuristic, untested on a Mac); elsewhere to the active ``emulate_fallback`` (see
+On a Mac the kernel question goes to the dispatcher's registry (``has_mps_kernel``; a heuristic
+of ours, untested on a Mac); elsewhere to the active ``emulate_fallback`` (see
 ``course_utils.toolkit.emulate.mps_fallback``), whose emulated device and copies the trace reports as such.
 
 A *backend switch* is a change of where consecutive steps run (starting from where the inputs

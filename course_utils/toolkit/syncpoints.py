@@ -1,11 +1,11 @@
 """Find the hidden sync points of a function: where the host must wait for the device (lesson 03).
 
 On an accelerator, PyTorch queues work and returns at once; the host waits only when it needs a
-value (facts §6): ``.item()``, ``.tolist()``, ``.cpu()``, printing a tensor, ``if tensor:``, or an op
-whose output size depends on the data (``nonzero``, ``x[mask]``). ``find_sync_points(fn, *args)``
-runs ``fn`` under a ``TorchFunctionMode`` (sees Python-level calls such as ``Tensor.cpu``) and a
-``TorchDispatchMode`` (sees every aten op), and lists each such read with the kind and the line of
-*your* code that caused it.
+value (R39, R40 in references.md): ``.item()``, ``.tolist()``, ``.cpu()``, printing a tensor,
+``if tensor:``, or an op whose output size depends on the data (``nonzero``, ``x[mask]``).
+``find_sync_points(fn, *args)`` runs ``fn`` under a ``TorchFunctionMode`` (sees Python-level calls
+such as ``Tensor.cpu``) and a ``TorchDispatchMode`` (sees every aten op), and lists each such read
+with the kind and the line of *your* code that caused it.
 
 Which tensors count as "on the device"? Tensors on mps/cuda, and on a CPU-only machine the tensors
 ``fn`` receives (with the parameters and buffers of any module it receives) and everything computed

@@ -1,11 +1,12 @@
 """Honest timing on asynchronous devices (lesson 03).
 
-On mps and cuda a call returns when its work is *queued*, not done (facts §6), so a stopwatch around
-the call measures the launch. ``sync(device)`` waits for the device; ``benchmark(fn, device)`` warms
-up and times with ``torch.utils.benchmark.Timer`` (which synchronizes around every block of calls)
-and reports the median and the spread; ``naive_time(fn)`` is the deliberately wrong stopwatch the
-lesson starts from. ``open_device(device)`` gives the lesson's device: the real one on mps/cuda, the
-emulated asynchronous device (``course_utils.toolkit.emulate.async_queue``) on a CPU. (The
+On mps and cuda a call returns when its work is *queued*, not done (R39 in references.md), so a
+stopwatch around the call measures the launch. ``sync(device)`` waits for the device;
+``benchmark(fn, device)`` warms up and times with ``torch.utils.benchmark.Timer`` (which
+synchronizes around every block of calls) and reports the median and the spread; ``naive_time(fn)``
+is the deliberately wrong stopwatch the lesson starts from. ``open_device(device)`` gives the
+lesson's device: the real one on mps/cuda, the emulated asynchronous device
+(``course_utils.toolkit.emulate.async_queue``) on a CPU. (The
 deterministic device with a fake clock that 03.honest_timer is judged on is a case input:
 ``course_utils.labs.case_inputs.FakeDevice``.)
 
@@ -139,7 +140,7 @@ def benchmark(fn: Callable[[], Any], device: Any = None, *, warmup: int = 1,
 
     ``warmup`` untimed calls first; then ``Timer.blocked_autorange`` runs blocks of calls for at
     least ``min_run_time`` seconds, reading a clock that synchronizes ``device`` first. (In torch
-    2.13 Timer's default clock already calls ``torch.accelerator.synchronize()``, facts §6; passing
+    2.13 Timer's default clock already calls ``torch.accelerator.synchronize()``, R42; passing
     ours also covers older torch on mps and the emulated device.) Timer keeps this session's thread
     count instead of its default of one thread.
     """
@@ -155,8 +156,8 @@ def benchmark(fn: Callable[[], Any], device: Any = None, *, warmup: int = 1,
 def event_time(fn: Callable[[], Any], device: Any) -> float | None:
     """Seconds ``fn()`` took on the device between two timing events, or None without mps/cuda.
 
-    Uses ``torch.mps.Event`` / ``torch.cuda.Event(enable_timing=True)`` (facts §3, §6): the device
-    stamps both events itself, so host-side delays do not count.
+    Uses ``torch.mps.Event`` / ``torch.cuda.Event(enable_timing=True)`` (R29, R39 in
+    references.md): the device stamps both events itself, so host-side delays do not count.
     """
     if _has_synchronize(device) or device is None:
         return None

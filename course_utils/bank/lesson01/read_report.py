@@ -7,7 +7,8 @@ import random
 
 from course_utils.core.exercise import Case, Exercise, patched
 
-FALLBACK_SETTINGS = ((None, None), ("1", "1"), (None, "1"), ("0", "0"), ("1", None))
+FALLBACK_SETTINGS = ((None, None), ("1", "1"), (None, "1"), ("0", "0"), ("1", None), ("2", "2"),
+                     ("0", "1"))
 
 
 def read_report(report: dict) -> tuple[str, bool]:
@@ -16,7 +17,8 @@ def read_report(report: dict) -> tuple[str, bool]:
         state = "not built"
     else:
         state = "available" if report["mps_available"] else "built but unavailable"
-    return state, report["fallback_at_torch_import"] == "1"
+    value = report["fallback_at_torch_import"]
+    return state, value is not None and int(value) != 0
 
 
 def _report(built: bool, avail: bool, at_import: str | None, now: str | None) -> dict:
@@ -48,7 +50,8 @@ def _random(rng: random.Random) -> Case:
                 (_report(built, avail, at_import, now),))
 
 
-_FALLBACK_ON = 'report["fallback_at_torch_import"] == "1"'
+_FALLBACK_ON = 'value = report["fallback_at_torch_import"]'
+_PARSED = 'value is not None and int(value) != 0'
 
 EXERCISE = Exercise(
     id="01.read_report",
@@ -59,13 +62,14 @@ EXERCISE = Exercise(
     hints=(
         "Three states: not built, built but unavailable, available; 'built' is checked first.",
         "torch reads PYTORCH_ENABLE_MPS_FALLBACK once, at import: use fallback_at_torch_import.",
-        "Only the value '1' turns the fallback on; '0' is a string and is truthy in Python.",
+        "torch parses the value as an integer (std::stoi in MPSFallback.mm, R48 in references.md): "
+        "0 is off, any other integer on; '0' is a non-empty string, so truthy in Python.",
     ),
     mutants={
         "reads the variable's current value": patched(read_report, (
-            _FALLBACK_ON, 'report["fallback_now"] == "1"')),
-        "treats any value as on": patched(read_report, (
-            _FALLBACK_ON, 'bool(report["fallback_at_torch_import"])')),
+            _FALLBACK_ON, 'value = report["fallback_now"]')),
+        "treats any value as on": patched(read_report, (_PARSED, "bool(value)")),
+        "counts only the value '1' as on": patched(read_report, (_PARSED, 'value == "1"')),
         "looks only at mps_available": patched(read_report, ('if not report["mps_built"]:',
                                                               'if not report["mps_available"]:')),
     },

@@ -91,7 +91,7 @@ def _value_or_error(expected: Outcome, got: Outcome, case: Case) -> str | None:
 
 
 def _retry_once(step, batch_size, min_batch):
-    try:  # seed 001's idea: one more try, then give up
+    try:  # the circulating idea: one more try, then give up
         return step(batch_size), batch_size
     except RuntimeError:
         return step(max(min_batch, batch_size // 2)), max(min_batch, batch_size // 2)
@@ -153,7 +153,7 @@ EXERCISE = Exercise(
         "A loop around the call, not a context manager: try step(size); on an out-of-memory "
         "error set size = max(min_batch, size // 2) and go round again.",
         "Out of memory is torch.OutOfMemoryError or, on MPS, a RuntimeError whose message says "
-        "'out of memory' (facts §5). Re-raise anything else with a bare `raise`.",
+        "'out of memory' (R27 in references.md). Re-raise anything else with a bare `raise`.",
         "When the failing size is already min_batch, raise RuntimeError(f'... min_batch={min_batch}') "
         "from the OOM instead of looping or returning.",
     ),
@@ -164,7 +164,7 @@ EXERCISE = Exercise(
         "catches only torch.OutOfMemoryError (misses MPS's RuntimeError)": patched(retry_halving, (
             "is_out_of_memory(err)", "isinstance(err, torch.OutOfMemoryError)")),
         "ignores min_batch": lambda step, batch_size, min_batch: retry_halving(step, batch_size, 1),
-        "retries once, like seed 001": _retry_once,
+        "retries once, then gives up": _retry_once,
         "swallows the final error": patched(retry_halving, (
             'raise RuntimeError(f"out of memory even at min_batch={min_batch}") from err',
             "return None, min_batch")),

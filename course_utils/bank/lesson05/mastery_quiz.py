@@ -9,7 +9,7 @@ QUIZ = Quiz("05", [
          "No: clone() uses memory_format=torch.preserve_format and keeps the transposed strides",
          "Only on MPS", "It depends on the dtype"),
         1, "clone() and zeros_like default to preserve_format, which is how the encoder of the "
-        "addcmul_ story stayed non-contiguous (facts §1)."),
+        "addcmul_ story stayed non-contiguous (R1, R9 in references.md)."),
     Question(
         "t = torch.arange(12).view(3, 4). Which of these is a copy?",
         ("t.T", "t[:, ::2]", "t.flip(0)", "t.unsqueeze(0)"),
@@ -27,17 +27,18 @@ QUIZ = Quiz("05", [
         ("Segmentation faults (20.9%)", "Non-contiguity (30.2%)", "Indexing (14%)",
          "Memory format (11.6%)"),
         1, "non-contiguity bugs were 30.2% of memory bugs, ahead of segmentation faults "
-        "(seed 002, section V-B)."),
+        "(R56 in references.md, section V-B)."),
     Question(
         "In the paper's augmentation experiment, what did keeping every step contiguous give?",
         ("No change", "23 s instead of 40 s on 60,000 CIFAR-10 images",
          "40 s instead of 23 s", "A crash"),
-        1, "23 s contiguity-aware vs 40 s default (seed 002, section VI-A); lesson 05 measures "
+        1, "23 s contiguity-aware vs 40 s default (R56 in references.md, section VI-A): the paper's "
+        "'up to 73.9%' is 40 / 23 - 1; lesson 05 measures "
         "its own ratio and says how it compares."),
     Question(
         "Adam's exp_avg_sq for a parameter stored transposed is created by "
         "zeros_like(p, memory_format=torch.preserve_format). What layout does it get?",
         ("Contiguous", "The parameter's transposed layout", "channels_last", "It depends on lr"),
         1, "the state inherits the parameter's strides, so a bug in in-place ops on "
-        "non-contiguous outputs reaches the optimizer too (facts §1, lesson 06)."),
+        "non-contiguous outputs reaches the optimizer too (R9 in references.md, lesson 06)."),
 ])

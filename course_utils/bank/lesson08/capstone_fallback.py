@@ -26,7 +26,7 @@ EXERCISE = Exercise(
         "Trace one forward under emulate_fallback(device='cpu') (lesson 04): which op has no MPS "
         "kernel, and which argument of the model asks for it?",
         "nn.Embedding(max_norm=...) calls embedding_renorm_, an op MPS always runs on the CPU "
-        "(facts §4). Build the model without max_norm.",
+        "(R48 in references.md). Build the model without max_norm.",
         "Keep what max_norm did with ops that have MPS kernels, outside the forward: scale rows "
         "longer than 1 back to norm 1 after each step (norm, clamp, mul_). Moving the table to "
         "the CPU yourself is the same round trip.",

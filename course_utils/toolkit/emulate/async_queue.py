@@ -1,7 +1,7 @@
 """An emulated asynchronous device for machines without one (lesson 03). Everything here is *emulated*.
 
 On mps and cuda, an op call only *queues* a kernel and returns; the GPU runs it later, and the host
-waits only where it needs a value (facts §6). ``AsyncDevice`` reproduces that on a CPU, at the
+waits only where it needs a value (R39 in references.md). ``AsyncDevice`` reproduces that on a CPU, at the
 dispatcher: inside ``with AsyncDevice() as dev:`` every aten op on a device tensor is handed to a
 background worker thread and the call returns at once with an output tensor that will be filled
 in later. Reading a value (``.item()``, ``.tolist()``, printing, ``if tensor``), copying to the host

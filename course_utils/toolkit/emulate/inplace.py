@@ -1,6 +1,6 @@
 """The in-place bug on non-contiguous outputs, emulated at the dispatcher (lesson 06). *Emulated.*
 
-On affected Macs (PyTorch < 2.4 with macOS < 15; facts §1) ``addcmul_`` and ``addcdiv_`` on an MPS
+On affected Macs (PyTorch < 2.4 with macOS < 15; R1 in references.md) ``addcmul_`` and ``addcdiv_`` on an MPS
 tensor that is not contiguous left it **unchanged**. The MPS kernel handed its output to a
 ``Placeholder``, which quietly gathered a non-contiguous tensor into a contiguous temporary; the
 kernel wrote its result there, and nothing copied it back (issue #118115, PR #124442; Elana
@@ -15,13 +15,13 @@ affected Mac. Contiguous outputs, out-of-place ops and every op not named run no
 
 Which tensors count as on the emulated device: tensors of the device type the emulation plays
 (``pick_device()``: ``cpu`` on a machine without an accelerator, else the real ``mps``/``cuda``)
-whose dtype MPS can hold. A float64 tensor cannot live on MPS (facts §1), so float64 outputs are
+whose dtype MPS can hold. A float64 tensor cannot live on MPS (R1), so float64 outputs are
 untouched: that is the story's red herring. A contiguous tensor with a storage offset (a slice of
 rows) counts as contiguous, as in the post; whether 2.2's ``Placeholder`` also gathered those is not
-in our facts. Not emulated: ``out=`` forms, ``fused=True`` optimizers (the facts say nothing about
+in our sources. Not emulated: ``out=`` forms, ``fused=True`` optimizers (the sources say nothing about
 them) and the kernels' slowness on non-contiguous outputs.
 
-``known_bug_status()`` says whether *this* torch/macOS pair has the real bugs, per the facts,
+``known_bug_status()`` says whether *this* torch/macOS pair has the real bugs, per the sources,
 and on a Mac with MPS can run the real minimal repro.
 """
 
@@ -162,7 +162,7 @@ class Machine:
         return self._stack.pop().__exit__(*exc)
 
 
-HEALTHY = Machine("healthy Mac (torch >= 2.4 or macOS >= 15)")
+HEALTHY = Machine("healthy Mac (torch >= 2.4)")
 AFFECTED = Machine("affected Mac (torch 2.2, macOS 14)", ADDC_OPS)
 
 
@@ -177,28 +177,37 @@ def _version(text: str | None) -> tuple[int, ...] | None:
 
 
 def addc_affected(torch_version: str, macos_version: str | None) -> bool | None:
-    """The addcmul_/addcdiv_ bug (#118115): torch < 2.4 **and** macOS < 15 (facts §1).
-    None when there is no macOS version (not a Mac)."""
+    """The addcmul_/addcdiv_ bug (#118115), per the sources (R1-R4 in references.md).
+
+    torch >= 2.4: fixed (PR #124442), on any macOS -> False. torch < 2.4 on macOS < 15: affected ->
+    True. torch < 2.4 on macOS >= 15: None (uncertain): macOS 15 skips the gathering copy only in
+    torch builds with PR #128393 (after 2.4), so for an older torch the sources do not say.
+    None also when there is no macOS version (not a Mac)."""
     tv, mv = _version(torch_version), _version(macos_version)
     if mv is None or tv is None:
         return None
-    return tv < (2, 4) and mv < (15,)
+    if tv >= (2, 4):
+        return False
+    return True if mv < (15,) else None
 
 
 def random_affected(torch_version: str, macos_version: str | None) -> bool | None:
-    """The random in-place bug (#165257) per the facts: macOS < 15; the post saw it still in 2.10.
-    Returns True (known affected), False (macOS 15+), or None: not a Mac, or torch > 2.10 on
-    macOS < 15, where whether the fix (PR #165267) landed is uncertain."""
+    """The random in-place bug (#165257) per the sources (R1, R4, R11, R12 in references.md).
+
+    macOS < 15: True up to torch 2.10 (the post saw it there), None after (whether PR #165267
+    landed is uncertain). macOS >= 15: False from torch 2.10 (the post places the bug on macOS < 15
+    only), None for older torch (the macOS 15 path needs PR #128393; its first release is
+    uncertain). None also when there is no macOS version (not a Mac)."""
     tv, mv = _version(torch_version), _version(macos_version)
     if mv is None or tv is None:
         return None
     if mv >= (15,):
-        return False
+        return False if tv >= (2, 10) else None
     return True if tv <= (2, 10) else None
 
 
 def real_addcmul_repro(device: str = "mps") -> bool:
-    """The minimal repro of #118115 on a real device: True when the bug shows (facts §1)."""
+    """The minimal repro of #118115 on a real device: True when the bug shows (R2 in references.md)."""
     g = torch.Generator().manual_seed(0)
     x, y = torch.rand(2, 3, generator=g).t(), torch.rand(2, 3, generator=g).t()
     z = torch.rand(3, 2, generator=g)
@@ -219,8 +228,8 @@ class BugStatus:
     on_mac: bool
     torch_version: str
     macos_version: str | None
-    addc: bool | None  # addcmul_/addcdiv_ affected per the facts (None: not a Mac)
-    random: bool | None  # random in-place ops affected per the facts (None: unknown or not a Mac)
+    addc: bool | None  # addcmul_/addcdiv_ affected per the sources (None: uncertain or not a Mac)
+    random: bool | None  # random in-place ops affected per the sources (None: uncertain or not a Mac)
     measured_addc: bool | None = None  # the real repro's result on mps, when run
     measured_random: bool | None = None
     repro_error: str | None = None  # why the real repro could not run (e.g. mps cannot allocate)
@@ -230,12 +239,14 @@ class BugStatus:
             return (f"not a Mac: emulated. torch {self.torch_version} here has no MPS backend; "
                     "lesson 06 reproduces the bug with mps_inplace_bug().")
         yes = {True: "AFFECTED", False: "not affected", None: "UNCERTAIN"}
-        lines = [f"torch {self.torch_version} on macOS {self.macos_version} (per the facts, §1):",
+        lines = [f"torch {self.torch_version} on macOS {self.macos_version} (per the sources, "
+                 "R1-R4 and R11-R12 in references.md):",
                  f"  addcmul_/addcdiv_ on non-contiguous outputs (#118115): {yes[self.addc]}"
-                 " (affected: torch < 2.4 and macOS < 15)",
+                 " (affected: torch < 2.4 on macOS < 15; fixed from torch 2.4 on any macOS; "
+                 "torch < 2.4 on macOS 15: uncertain)",
                  f"  random in-place ops on non-contiguous tensors (#165257): {yes[self.random]}"
-                 " (affected: macOS < 15; seen up to torch 2.10; whether PR #165267 was merged "
-                 "is not confirmed)"]
+                 " (affected: macOS < 15, seen up to torch 2.10; whether PR #165267 was merged "
+                 "is not confirmed; macOS 15 with torch older than 2.10: uncertain)"]
         for name, value in (("addcmul_ repro", self.measured_addc), ("normal_ repro", self.measured_random)):
             if value is not None:
                 lines.append(f"  measured on this Mac's mps, {name}: "
@@ -247,7 +258,7 @@ class BugStatus:
 
 def known_bug_status(torch_version: str | None = None, macos_version: str | None = None,
                      run_repro: bool = False) -> BugStatus:
-    """Whether this torch/macOS pair has the real bugs, per facts §1 (lesson 06).
+    """Whether this torch/macOS pair has the real bugs, per the sources (lesson 06; R1-R4 in references.md).
 
     Off macOS it answers "not a Mac: emulated". Pass ``torch_version``/``macos_version`` to ask about
     another pair. ``run_repro=True`` also runs the real minimal repros on ``mps`` when this is a Mac
@@ -261,7 +272,7 @@ def known_bug_status(torch_version: str | None = None, macos_version: str | None
     if run_repro and mac is not None and torch.backends.mps.is_available():
         try:
             measured = (real_addcmul_repro("mps"), real_random_repro("mps"), None)
-        except (RuntimeError, TypeError) as err:  # e.g. a CI runner whose mps cannot allocate (facts §5)
+        except (RuntimeError, TypeError) as err:  # e.g. a CI runner whose mps cannot allocate (R27)
             measured = (None, None, f"{type(err).__name__}: {err}"[:200])
         status = BugStatus(on_mac, tv, mv, status.addc, status.random, *measured)
     return status

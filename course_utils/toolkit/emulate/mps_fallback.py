@@ -4,7 +4,8 @@
 unmodified code such as ``nn.Embedding(max_norm=...)`` is affected. What is emulated, precisely:
 
 - **Which ops lack an MPS kernel**: the ``unsupported`` names you pass, plus the ops MPS always
-  sends to the CPU (``ALWAYS_FALLBACK``, facts §4). Every other op counts as having a kernel.
+  sends to the CPU (``ALWAYS_FALLBACK``, R48 in references.md). Every other op counts as having a
+  kernel.
 - **Where tensors live**, when the course device is the CPU (no Apple GPU): tensors made before the
   emulation starts, or with an explicit ``device=``, are on the emulated device ("mps"); tensors made
   inside it without ``device=`` and the results of ``.cpu()`` / ``.to("cpu")`` are on the host
@@ -19,7 +20,7 @@ unmodified code such as ``nn.Embedding(max_norm=...)`` is affected. What is emul
   (``reset_warn_once()`` starts a new one) or every time under ``torch.set_warn_always(True)``; with
   ``enable_fallback=False``, the NotImplementedError you get when PYTORCH_ENABLE_MPS_FALLBACK is unset.
 
-Not emulated: the GPU's speed, the wait for queued GPU work a real fallback forces (facts §6),
+Not emulated: the GPU's speed, the wait for queued GPU work a real fallback forces (R40),
 device-mismatch errors, and ``.numpy()`` refusing a device tensor.
 """
 
@@ -38,20 +39,23 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 WARNING = ("The operator '{op}' is not currently supported on the MPS backend and will fall back to "
            "run on the CPU. This may have performance implications.")
+# MPSFallback.mm's wording with #141287 (R48 in references.md); {sha} is the build's commit hash.
 ERROR = ("The operator '{op}' is not currently implemented for the MPS device. If you want this op "
-         "to be added in priority during the prototype phase of this feature, please comment on "
-         "https://github.com/pytorch/pytorch/issues/141287. As a temporary fix, you can set the "
-         "environment variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this "
-         "op. WARNING: this will be slower than running natively on MPS.")
+         "to be considered for addition please comment on "
+         "https://github.com/pytorch/pytorch/issues/141287 and mention use-case, that resulted in "
+         "missing op as well as commit hash {sha}. As a temporary fix, you can set the environment "
+         "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. "
+         "WARNING: this will be slower than running natively on MPS.")
 LABEL = " [emulated]"
-# Registered to fall back even without the variable, in the MPSFallback.mm stored in our index (facts §4).
+# Registered to fall back even without the variable, in a recent MPSFallback.mm (R48 in references.md).
 ALWAYS_FALLBACK = ("aten::embedding_renorm_", "aten::linalg_svd", "aten::col2im",
                    "aten::upsample_nearest3d.vec")
 HOST, DEVICE = "host", "device"
 COPY_OP = "aten::_to_copy"  # the name a real trace shows for .cpu() / .to(device)
 _EMULATED_DEVICE = """\
 emulated here, where there is no Apple GPU:
-  - which ops lack an MPS kernel: the names you pass, plus the always-fallback ops (facts §4)
+  - which ops lack an MPS kernel: the names you pass, plus the always-fallback ops
+    (R48 in references.md)
   - the device itself: tensors made before the emulation, or with device=, are on 'mps';
     tensors made inside it without device=, and the results of .cpu(), are on the host
   - the copies a fallback makes: real memory copies to separate host buffers and back
@@ -59,7 +63,8 @@ emulated here, where there is no Apple GPU:
 not emulated: GPU speed, the wait for queued GPU work a real fallback forces, device-mismatch errors"""
 _REAL_DEVICE = """\
 emulated on this {name} device:
-  - which ops lack an MPS kernel: the names you pass, plus the always-fallback ops (facts §4);
+  - which ops lack an MPS kernel: the names you pass, plus the always-fallback ops (R48 in
+    references.md);
     those run on the CPU with real copies to and from the device
   - the warning (once per process; every time with torch.set_warn_always(True)) and the error
 real: the device, the copies and their cost; ops not named still run (or fall back) as usual"""
@@ -223,7 +228,8 @@ class Emulation:
 
     def _fallback(self, func, op: str, args: tuple, kwargs: dict):
         if not (self.enable_fallback or op_matches(op, self.always)):
-            raise EmulatedNotImplementedError(ERROR.format(op=op) + LABEL)
+            raise EmulatedNotImplementedError(
+                ERROR.format(op=op, sha=getattr(torch.version, "git_version", "Unknown")) + LABEL)
         self._warn(op)
         self.fallbacks.append(op)
         flat, spec = tree_flatten((args, kwargs))
@@ -326,8 +332,8 @@ def emulate_fallback(unsupported: Iterable[str] = (), *, enable_fallback: bool =
 
     Use as ``with emulate_fallback({"aten::cumsum"}) as emu:``. ``enable_fallback`` plays
     PYTORCH_ENABLE_MPS_FALLBACK=1: when False an unsupported op raises EmulatedNotImplementedError,
-    except the ``always`` ops, which fall back regardless (facts §4). ``device`` is the device that
-    plays MPS (default: ``pick_device()``); on the CPU the device itself is emulated too. The module
-    docstring says exactly what is emulated and what is not.
+    except the ``always`` ops, which fall back regardless (R48 in references.md). ``device`` is the
+    device that plays MPS (default: ``pick_device()``); on the CPU the device itself is emulated
+    too. The module docstring says exactly what is emulated and what is not.
     """
     return Emulation(unsupported, enable_fallback, always, device)

@@ -15,9 +15,9 @@ import X`` works for all of them:
 - ``budget``: ``training_step_breakdown``: weights, gradients, optimizer state and the activations
   autograd really saves, against the measured peak of one training step; the lesson's model
   ``TinyIssueClassifier``.
-- ``oom``: ``retry_on_oom``: the correct version of a retry-on-out-of-memory helper (seed 001's is
-  broken).
-- ``watermarks``: ``WATERMARKS``, the MPS allocator's limits (facts §3).
+- ``oom``: ``retry_on_oom``: the correct version of a retry-on-out-of-memory helper (one that
+  yields a second time cannot retry: lesson 02).
+- ``watermarks``: ``WATERMARKS``, the MPS allocator's limits (R32 in references.md).
 - ``pictures``: ``draw_memory_models`` and ``plot_breakdowns`` (matplotlib imported when called).
 
 The lesson's exercise inputs (``SAVING_EXAMPLES``, ``SimulatedOOMStep``) live with every other case

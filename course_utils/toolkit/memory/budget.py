@@ -4,8 +4,8 @@ Weights, gradients, optimizer state (``optimizer_state_bytes``), the activations
 saves (``saved.SavedTensors``), backward's working space and the batch; the sum agrees with the
 peak ``tracking()`` measures within ``TOLERANCE``. Sizes are counted by ``sizes``.
 
-``TinyIssueClassifier`` is the lesson's model: the running (batch, tokens, features) example of
-seed 003 shrunk to run in milliseconds, with one self-attention block so sequence length matters.
+``TinyIssueClassifier`` is the lesson's model: the running (batch, tokens, features) example
+shrunk to run in milliseconds, with one self-attention block so sequence length matters.
 """
 
 from __future__ import annotations

@@ -96,6 +96,9 @@ def _mps_counters() -> tuple[Counter, ...]:
                 "all Metal memory of this process: tensors, allocator cache, MPSGraph"),
         Counter("mps recommended max", _guarded(mps.recommended_max_memory),
                 "Metal's recommended working-set size for this machine"),
+        Counter("mps peak allocated", _guarded(torch.accelerator.max_memory_allocated, "mps"),
+                "torch.accelerator.max_memory_allocated, probed: n/a where this torch cannot "
+                "answer on mps (R35 in references.md)"),
     )
 
 
@@ -118,7 +121,8 @@ def _accelerator_counters(device: torch.device) -> tuple[Counter, ...]:
 def snapshot(device: torch.device | str | None = None) -> Snapshot:
     """The memory counters ``device`` (default: the course's device) has, each labelled.
 
-    mps: ``torch.mps`` current / driver allocated and the recommended maximum (facts §3).
+    mps: ``torch.mps`` current / driver allocated, the recommended maximum (R29 in references.md) and
+    ``torch.accelerator.max_memory_allocated``, tried at run time (R35).
     cuda and other accelerators: ``torch.accelerator``'s memory functions (guarded: they raise
     where no accelerator exists). cpu: torch keeps no allocator counter, so we report what the
     process can (resident set size); ``measure()`` counts tensor bytes on any device.
@@ -145,6 +149,6 @@ def empty_cache(device: torch.device | str | None = None) -> str:
         return f"{where.type} unavailable: nothing emptied"
     try:
         call()
-    except RuntimeError as err:  # e.g. an allocator without a cache API (facts §3)
+    except RuntimeError as err:  # e.g. an allocator without a cache API (R35 in references.md)
         return f"{name}.empty_cache() failed: {err}"
     return f"{name}.empty_cache()"

@@ -1,7 +1,8 @@
 """Out-of-memory errors, and the correct version of a retry-on-OOM helper (lesson 02).
 
-Seed 001's helper is broken; ``retry_on_oom`` halves the chunk size after an OOM, empties the
-cache, retries the failed chunk and never skips or repeats a row.
+A context manager that yields a second time cannot retry (lesson 02); ``retry_on_oom`` halves the
+chunk size after an OOM, empties the cache, retries the failed chunk and never skips or repeats a
+row.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class _LiveStorages(TorchDispatchMode):
 
     Why a dispatch mode (and not ``torch.profiler(profile_memory=True)``): every ATen op passes
     through ``__torch_dispatch__`` on every device, so one mechanism measures cpu, mps and cuda
-    alike (MPS has no peak counter, facts §3); it counts tensor *storages*, the unit of our
+    alike (torch.mps has no peak counter, R29 in references.md); it counts tensor *storages*, the unit of our
     estimates, free of allocator rounding and caching; and it is cheap and deterministic. A weak
     reference to each new storage tells us when it is freed (torch keeps one Python object per
     storage). Its blind spot: scratch memory a kernel allocates internally, which no op returns.

@@ -1,4 +1,7 @@
-"""The MPS allocator's two watermark variables, their defaults and meaning (lesson 02, facts §3)."""
+"""The MPS allocator's two watermark variables, their defaults and meaning.
+
+Lesson 02; PyTorch's 'MPS Environment Variables' page, R32 in references.md.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Watermark:
-    """An MPS allocator variable, its default and meaning (facts §3, PyTorch 'MPS Environment Variables')."""
+    """An MPS allocator variable, its default and meaning (R32 in references.md)."""
 
     name: str
     default: str
