@@ -8,7 +8,7 @@ import random
 from course_utils.core.exercise import Case, Exercise, patched
 
 FALLBACK_SETTINGS = ((None, None), ("1", "1"), (None, "1"), ("0", "0"), ("1", None), ("2", "2"),
-                     ("0", "1"))
+                     ("0", "1"), ("00", "1"))
 
 
 def read_report(report: dict) -> tuple[str, bool]:
@@ -50,6 +50,28 @@ def _random(rng: random.Random) -> Case:
                 (_report(built, avail, at_import, now),))
 
 
+_STATES = {(False, False): "not built", (True, False): "built but unavailable",
+           (True, True): "available"}
+
+
+def _table(report: dict) -> tuple[str, bool]:
+    """An alternative answer: the state from a table of (built, available), the value as a number."""
+    state = _STATES[(bool(report["mps_built"]), bool(report["mps_built"] and report["mps_available"]))]
+    return state, int(report["fallback_at_torch_import"] or 0) != 0
+
+
+def _step_by_step(report: dict) -> tuple[str, bool]:
+    """An alternative answer: the states asked in the other order, the value parsed as an integer."""
+    if report["mps_built"] and report["mps_available"]:
+        state = "available"
+    elif report["mps_built"]:
+        state = "built but unavailable"
+    else:
+        state = "not built"
+    at_import = report["fallback_at_torch_import"]
+    return state, bool(int(at_import)) if at_import is not None else False
+
+
 _FALLBACK_ON = 'value = report["fallback_at_torch_import"]'
 _PARSED = 'value is not None and int(value) != 0'
 
@@ -72,5 +94,11 @@ EXERCISE = Exercise(
         "counts only the value '1' as on": patched(read_report, (_PARSED, 'value == "1"')),
         "looks only at mps_available": patched(read_report, ('if not report["mps_built"]:',
                                                               'if not report["mps_available"]:')),
+        "compares the text with '0'": patched(read_report, (_PARSED, 'value not in (None, "0")')),
+        "returns the value itself": patched(read_report, (_PARSED, "value")),
+    },
+    alternatives={
+        "a table of (built, available); int(value or 0)": _table,
+        "the states in the other order; bool(int(value))": _step_by_step,
     },
 )
