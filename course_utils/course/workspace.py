@@ -47,21 +47,30 @@ def start(lesson: str, force: bool = False, root: Path | None = None) -> Path:
     return target
 
 
-def read_notebook(path: Path):
-    """Read and validate a notebook, turning each way it can be broken into one clear message."""
+def parse_notebook(raw: bytes):
+    """A validated notebook from bytes; CourseError with one clear reason for each way it is
+    broken (``course check`` and ``course grade`` use the same words)."""
     import nbformat
 
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise CourseError(f"not a notebook (not valid JSON: {str(err)[:200]})") from None
+    if not isinstance(data, dict) or "cells" not in data:
+        raise CourseError("JSON but not a notebook (no 'cells')")
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        nbformat.validate(nb)
+    except nbformat.ValidationError as err:
+        raise CourseError(f"malformed notebook ({str(err.message)[:300]})") from None
+    return nb
+
+
+def read_notebook(path: Path):
+    """Read and validate a notebook, turning each way it can be broken into one clear message."""
     if not path.exists():
         raise CourseError(f"{path}: no such file")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CourseError(f"{path}: not a notebook (not valid JSON: {err})") from None
-    if not isinstance(raw, dict) or "cells" not in raw:
-        raise CourseError(f"{path}: JSON but not a notebook (no 'cells')")
-    try:
-        nb = nbformat.reads(json.dumps(raw), as_version=4)
-        nbformat.validate(nb)
-    except nbformat.ValidationError as err:
-        raise CourseError(f"{path}: malformed notebook ({err.message})") from None
-    return nb
+        return parse_notebook(path.read_bytes())
+    except CourseError as err:
+        raise CourseError(f"{path}: {err}") from None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from course_utils.core.check_calls import check_calls
 from course_utils.core.errors import CourseError
+from course_utils.course.workspace import parse_notebook
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_DEPTH = 32  # folder levels below a class folder
@@ -171,22 +172,8 @@ def read_capped(path: Path | str, cap: int | None = None, deadline_s: float = RE
 
 
 def parse(raw: bytes):
-    """A validated notebook from bytes; CourseError with one clear reason for each way it is broken
-    (the same words as ``course check``'s reader)."""
-    import nbformat
-
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise CourseError(f"not a notebook (not valid JSON: {str(err)[:200]})") from None
-    if not isinstance(data, dict) or "cells" not in data:
-        raise CourseError("JSON but not a notebook (no 'cells')")
-    try:
-        nb = nbformat.reads(json.dumps(data), as_version=4)
-        nbformat.validate(nb)
-    except nbformat.ValidationError as err:
-        raise CourseError(f"malformed notebook ({str(err.message)[:300]})") from None
-    return nb
+    """A validated notebook from bytes (``course check``'s reader: the same reasons, the same words)."""
+    return parse_notebook(raw)
 
 
 def _text(value) -> str:
