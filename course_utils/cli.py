@@ -1,5 +1,5 @@
 """The ``course`` command: doctor, lab, start, check, progress, build-exercises, run-notebooks,
-grade, drill."""
+grade, collect, hub-config, drill."""
 
 from __future__ import annotations
 
@@ -132,7 +132,24 @@ def _grade(args) -> int:
     limits = Limits(timeout=args.timeout, memory_mb=args.memory)
     options = Options(limits=limits, jobs=args.jobs, seed=args.seed, reap_orphans=True,
                       lesson=args.lesson.zfill(2) if args.lesson else None, isolation=args.isolation)
-    return grade_and_write(args.paths, options, Path(args.out), Path(args.json) if args.json else None)
+    return grade_and_write(args.paths, options, Path(args.out), Path(args.json) if args.json else None,
+                           Path(args.lms) if args.lms else None)
+
+
+def _collect(args) -> int:
+    """``course collect``: each learner's exercise notebooks into a new class folder."""
+    from course_utils.course import collect
+
+    print(collect.report(collect.collect(args.homes, Path(args.out), strip_prefix=args.strip_prefix)))
+    return 0
+
+
+def _hub_config(args) -> int:
+    """``course hub-config``: the course on JupyterHub 6 (plain, TLJH or z2jh)."""
+    from course_utils.course.hub import hub_config
+
+    print(hub_config(args.flavour, Path(args.out) if args.out else None, args.prefix, args.source))
+    return 0
 
 
 def _mutants(args) -> int:
@@ -196,7 +213,26 @@ def parser() -> argparse.ArgumentParser:
     gr.add_argument("--isolation", choices=("auto", "namespaces", "guards"), default="auto",
                     help="namespaces: the course is hidden from submissions (Linux); guards: in-process "
                     "guards only; auto (default): namespaces where they work")
+    gr.add_argument("--lms", help="also write an LMS-friendly CSV here: one row per learner (the "
+                    "folder below the class folder), total, possible, percent")
     gr.set_defaults(fn=_grade)
+    co = sub.add_parser("collect", help="(instructors) copy each learner's exercise notebooks into a "
+                        "new class folder, CLASS/<learner>/NN_slug.ipynb, for course grade")
+    co.add_argument("homes", nargs="+", metavar="HOME", help="learners' homes, or folders of them (/home)")
+    co.add_argument("--out", required=True, help="the class folder: must be new (or empty)")
+    co.add_argument("--strip-prefix", default="", help="drop this prefix from learner names "
+                    "(jupyter- on TLJH)")
+    co.set_defaults(fn=_collect)
+    hc = sub.add_parser("hub-config", help="(instructors) the course on JupyterHub 6: print or write "
+                        "its configuration")
+    hc.add_argument("--flavour", choices=("plain", "tljh", "z2jh"), default="plain",
+                    help="plain jupyterhub_config.py (default), The Littlest JupyterHub, or z2jh")
+    hc.add_argument("--out", help="write the files into this folder (default: print them)")
+    hc.add_argument("--prefix", help="the course's Python environment on the server (default: this "
+                    "one for plain, /opt/mps-detective/.venv otherwise)")
+    hc.add_argument("--source", help="the course checkout on the server (default: this one for "
+                    "plain, /opt/mps-detective otherwise)")
+    hc.set_defaults(fn=_hub_config)
     dr = sub.add_parser("drill", help="timed spot-the-bug drills in the terminal (lesson 08)")
     dr.add_argument("--category", help="drills of one category only (e.g. losses, data, numerics)")
     dr.add_argument("--count", type=int, default=5, help="drills in the round (default 5)")

@@ -34,8 +34,9 @@ class GradebookFiles:
     """The CSV at ``out``, the HTML page beside it and the JSON at ``json_path`` (optional)."""
 
     def __init__(self, out: Path, json_path: Path | None = None,
-                 interval_s: float = PROGRESS_INTERVAL_S):
+                 interval_s: float = PROGRESS_INTERVAL_S, lms=None):
         self.out, self.json_path, self.interval_s = Path(out), json_path, interval_s
+        self.lms = lms  # an lms.LmsFile (``--lms``), written with the gradebook
         self.page = self.out.with_suffix(".html")
         self.last = None  # the latest table seen
         self.written_key: tuple | None = None  # (rows graded, exercises) when last written
@@ -43,7 +44,8 @@ class GradebookFiles:
 
     @property
     def paths(self) -> list[Path]:
-        return [self.out, self.page, *([self.json_path] if self.json_path is not None else [])]
+        return [self.out, self.page, *([self.json_path] if self.json_path is not None else []),
+                *([self.lms.path] if self.lms is not None else [])]
 
     def set_aside(self) -> list[Path]:
         """Move a previous run's files to their ``.previous`` names; returns where they went."""
@@ -63,6 +65,8 @@ class GradebookFiles:
         write_atomically(self.page, report.html_page(stats, graded.rows, meta, chart=chart))
         if self.json_path is not None:
             write_atomically(self.json_path, gradebook.json_text(graded.rows, graded.ids, meta))
+        if self.lms is not None:
+            write_atomically(self.lms.path, self.lms.text(graded))
         self.written_at = time.monotonic()
 
     def progress(self, graded, options) -> None:
@@ -104,7 +108,8 @@ def _stop(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def grade_and_write(paths: list, options, out: Path, json_path: Path | None = None) -> int:
+def grade_and_write(paths: list, options, out: Path, json_path: Path | None = None,
+                    lms_path: Path | None = None) -> int:
     """``course grade``: set the old gradebook aside, grade (writing as rows finish), write the
     gradebook, print the report. Returns the exit code: 0, or 130 when interrupted (Ctrl-C or
     SIGTERM, which stops the run the same way)."""
@@ -113,8 +118,9 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
 
     from course_utils.core.errors import CourseError
     from course_utils.grader.batch import grade
+    from course_utils.grader.lms import LmsFile
 
-    files = GradebookFiles(out, json_path)
+    files = GradebookFiles(out, json_path, lms=LmsFile(lms_path, paths) if lms_path else None)
     files.set_aside()
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
