@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -161,6 +162,28 @@ def ensure_chromium() -> None:
         say("could not install chromium: the browser tests (tests/e2e) will be skipped")
 
 
+PROXY_DIR = ROOT / "build" / "node"
+PROXY = PROXY_DIR / "node_modules" / ".bin" / "configurable-http-proxy"
+
+
+def ensure_proxy() -> None:
+    """The JupyterHub test (tests/test_hub.py) needs configurable-http-proxy: install it from npm
+    into build/node/ when missing and npm is here; otherwise say why that test will be skipped."""
+    if PROXY.exists():
+        return
+    npm = shutil.which("npm")
+    if npm is None:
+        say("no npm here: the JupyterHub test (tests/test_hub.py) will be skipped "
+            "(it needs configurable-http-proxy from npm)")
+        return
+    say("installing configurable-http-proxy 5 into build/node/ for the JupyterHub test (npm)")
+    PROXY_DIR.mkdir(parents=True, exist_ok=True)
+    if subprocess.call([npm, "install", "--prefix", str(PROXY_DIR), "--no-save", "--no-audit",
+                        "--no-fund", "--loglevel=error", "configurable-http-proxy@5"],
+                       stdout=subprocess.DEVNULL) or not PROXY.exists():
+        say("could not install configurable-http-proxy: the JupyterHub test will be skipped")
+
+
 # A CPU hog: a busy loop that also ends by itself once its parent (this script, whose pid it is
 # given: it may already be gone when the hog starts) is gone, so not even a SIGKILL of the test
 # command can leave one spinning.
@@ -202,6 +225,7 @@ def cpu_hogs(n: int):
 def test(busy: int = 0) -> int:
     """Run every stage (beside ``busy`` CPU hogs); report each; exit non-zero if any failed."""
     ensure_chromium()
+    ensure_proxy()
     env, failed = scratch_env(), []
     with cpu_hogs(busy):
         for name, (program, *args) in TEST_STAGES:

@@ -159,6 +159,7 @@ def hogs_seen(monkeypatch) -> list:
 
     monkeypatch.setattr(bootstrap, "cpu_hogs", spy)
     monkeypatch.setattr(bootstrap, "ensure_chromium", lambda: None)
+    monkeypatch.setattr(bootstrap, "ensure_proxy", lambda: None)
     monkeypatch.setattr(bootstrap, "scratch_env", dict)
     return seen
 
@@ -223,6 +224,7 @@ def announce(n):
 bootstrap.cpu_hogs = announce
 bootstrap.say = lambda message: None  # stdout: only the hogs' pids
 bootstrap.ensure_chromium = lambda: None
+bootstrap.ensure_proxy = lambda: None
 bootstrap.scratch_env = dict
 bootstrap.run = lambda *cmd, env=None: time.sleep(600)  # a stage that runs until it is stopped
 sys.exit(bootstrap.test(busy=2))
