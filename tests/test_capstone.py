@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from course_utils.bank.lesson08 import capstone_fallback, capstone_frozen, capstone_loss, capstone_syncs
+from course_utils.course.checking import find_failure
 from course_utils.grader import wire
 from course_utils.labs import capstone
 from course_utils.labs.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
@@ -128,3 +129,96 @@ def test_the_scorecard_marks_each_checkpoint():
     card = capstone.scorecard(haunted(lab), lab).splitlines()
     assert [line[:1] for line in card] == ["✘"] * 4
     assert [line.split()[1] for line in card] == list(CHECKPOINTS)
+
+
+# --- the evidence is what the lab measured, never the report a script returns -----------------
+
+CHECKPOINT_EXERCISES = [capstone_loss, capstone_frozen, capstone_fallback, capstone_syncs]
+
+
+def _claimed_success(lab):
+    """A forged report: the fixed script's report, measured in another lab, claiming every check."""
+    return fixed(Lab(**lab.settings()))
+
+
+def _haunted_but_reports_success(lab):
+    haunted(lab)  # the lab measures the haunted run...
+    return fixed(Lab(**lab.settings()))  # ...and the script returns a report of a good one
+
+
+def _edited_report(lab):
+    report = haunted(lab)
+    report.update(eval_loss=0.01, frozen=[], forward_fallbacks={}, syncs=0, syncs_per_step=0.0)
+    return report
+
+
+@pytest.mark.parametrize("forge, words", [
+    (_claimed_success, "measured no run"),
+    (_haunted_but_reports_success, "not the one lab.run(...) measured"),
+    (_edited_report, "not the one lab.run(...) measured"),
+], ids=["a report made elsewhere", "a good report after a bad run", "the run's report, edited"])
+@pytest.mark.parametrize("exercise", CHECKPOINT_EXERCISES, ids=lambda m: m.EXERCISE.id)
+def test_no_checkpoint_accepts_a_forged_report(exercise, forge, words):
+    lab = Lab(seed=0)
+    assert words in checkpoints(forge(lab), lab)[exercise.EXERCISE.id.removeprefix("08.capstone_")]
+    failure = find_failure(exercise.EXERCISE, forge, 0)
+    assert failure is not None and words in failure.problem
+
+
+def test_each_lab_object_keeps_its_own_evidence():
+    lab = Lab(seed=2)
+    clone = copy.deepcopy(lab)
+    report = fixed(clone)
+    assert clone.measured_runs()[-1] == report and failing(report, clone) == set()
+    assert lab.measured_runs() == [] and "measured no run" in checkpoints(report, lab)["loss"]
+    assert pickle.loads(pickle.dumps(clone)).measured_runs() == []
+
+
+# --- the rules the task states, measured by the lab -----------------------------------------------
+
+def broken(*edits):
+    from course_utils.bank.lesson08._shared import broken as fixed_with
+
+    return fixed_with(*edits)
+
+
+@pytest.mark.parametrize("script, words", [
+    (broken(("ids, labels = lab.dataset()", "ids, labels = lab.eval_set()")), "not rows of lab.dataset()"),
+    (broken(("clip_rows_(model.embed.weight)  #", "pass  #"),
+            ("optimizer.step()\n            clip_rows_(model.embed.weight)", "optimizer.step()")),
+     "within norm 1"),
+    (broken(("model.up.weight.data = model.down.weight.T.contiguous()", "pass")), "symmetric start"),
+    (broken(("model.up.weight.data = model.down.weight.T.contiguous()",
+             "model.up.weight.data = model.down.weight.data.T")), "share storage"),
+    (broken(("Adam(model.parameters(), lr=lab.lr)", "Adam(model.parameters())")), "keep Adam with lr=lab.lr"),
+    (broken(("Adam(model.parameters(), lr=lab.lr)", "SGD(model.parameters(), lr=lab.lr)")), "keep Adam"),
+    (broken(("perm[start:start + lab.batch]", "perm[start:start + 2 * lab.batch]")), "rows (rule 1)"),
+    (broken(("run.log(loss.detach())", "pass")), "losses logged"),
+    (broken(("loss.backward()", "pass")), "no parameter received a gradient"),
+    (broken(("with lab.run(model, optimizer) as run:",
+             "with lab.run(model, optimizer):\n        pass\n    with lab.run(model, optimizer) as run:")),
+     "trained before"),
+], ids=["trains on the held-out set", "no norm bound", "no symmetric start", "tied weights",
+        "Adam's default lr", "SGD", "batches of 64", "logs nothing", "no backward", "two runs"])
+def test_every_checkpoint_refuses_a_run_that_breaks_a_rule_of_the_task(script, words):
+    lab = Lab(seed=0)
+    verdicts = checkpoints(script(lab), lab)
+    assert all(problem and words in problem for problem in verdicts.values()), verdicts
+
+
+def test_the_frozen_checkpoint_counts_lost_writes_when_nothing_looks_frozen():
+    script = broken(("weight.T.contiguous()", "weight.T.clone()"), (
+        "optimizer.step()\n", "optimizer.step()\n            model.up.weight.data.mul_(0.999)\n"))
+    lab = Lab(seed=0)
+    report = script(lab)
+    assert report["frozen"] == [] and report["rules"]["lost_writes"] > 0
+    assert "in-place writes into non-contiguous tensors were lost" in checkpoints(report, lab)["frozen"]
+
+
+def test_the_rules_of_the_haunted_and_the_fixed_script_hold():
+    for script in (haunted, fixed):
+        lab = Lab(seed=0)
+        rules = script(lab)["rules"]
+        assert rules["foreign_rows"] == 0 and rules["batch_rows"] == [32, 32] and rules["symmetric_start"]
+        assert rules["max_token_norm"] <= 1.0 + 1e-4 and rules["shared_storage"] == []
+    assert rules["lost_writes"] == 0

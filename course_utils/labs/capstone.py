@@ -15,11 +15,15 @@ less than for the whole step), and every read of a device value by the host is c
 (``SyncWatch``, lesson 03; also by any ``find_sync_points`` running around the script).
 ``run.log(value)`` is the run's logger; ``run.report()`` is what a script returns: a plain dict
 (held-out loss and accuracy, frozen parameters, fallbacks and host copies inside the forward, syncs
-per step) that the checkpoints judge. The lab's own measurements (the frozen check, the optional
-sentinel) are made with the sync watch paused; the logger's reads count, since the script asks for
-them. The checkpoints, ``scorecard`` and ``fixed`` live in ``capstone_checks`` and are re-exported
-here. Lesson 08's stored outputs print where ``haunted`` syncs (``capstone.py:346``): a line added
-or removed above it moves that location.
+per step) that the checkpoints judge. They never take a script's word for it: each run files what it
+measured in the lab's ledger (``lab.measured_runs()``; a copy has its own), the report a script
+returns must be that one, and the run also measures the task's rules (``capstone_rules``: model and
+optimizer, token norms, rows trained on, shared storage, lost in-place writes). The lab's own
+measurements (the frozen check, the rules, the optional sentinel) are made with the sync watch
+paused; the logger's reads count, since the script asks for them. The checkpoints, ``scorecard``
+and ``fixed`` live in ``capstone_checks`` and are re-exported here. Lesson 08's stored outputs
+print where ``haunted`` syncs (``capstone.py:346``): a line added or removed above it moves that
+location (the run's helpers live below the scripts for that reason).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.labs.capstone_checks import *  # noqa: F403 - re-exported: checkpoints, fixed
+from course_utils.labs.capstone_rules import Ledger, RuleWatch
 
 VOCAB, LENGTH, CLASSES = 64, 12, 4
 POOL, SIGNALS = 4, 2  # each tag owns POOL signal tokens; a sequence holds SIGNALS of its tag's
@@ -94,6 +99,7 @@ class Lab:
     affected: bool = True
     sentinel: bool = False
     _handed: list = field(default_factory=list, init=False, repr=False, compare=False)
+    _ledger: Ledger = field(default_factory=Ledger, init=False, repr=False, compare=False)
 
     def dataset(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The training data: (ids of shape (n_train, LENGTH), tags of shape (n_train,)), as collected."""
@@ -109,9 +115,13 @@ class Lab:
         """The training context: ``with lab.run(model, optimizer) as run: ...``, then ``run.report()``."""
         return LabRun(self, model, optimizer)
 
+    def measured_runs(self) -> list[dict]:
+        """What each run in this lab (this object) measured, oldest first: the judges' evidence."""
+        return [dict(r) for r in self._ledger.runs]
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_handed"] = []
+        state["_handed"], state["_ledger"] = [], Ledger()
         return state
 
     def settings(self) -> dict:
@@ -119,6 +129,8 @@ class Lab:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
 
     def __deepcopy__(self, memo) -> Lab:
+        """A lab of the same settings that has handed out no data and measured no run: runs made
+        in a copy are filed in the copy's own ledger (a pickled lab's too)."""
         return Lab(**self.settings())
 
 
@@ -131,7 +143,7 @@ class LabRun:
         self.logged: list[float] = []
         self.forward_fallbacks: Counter[str] = Counter()
         self.sentinel = None
-        self.watch = self.emulation = None
+        self.watch = self.emulation = self.bug = self.rules = None
         self._pending: list[torch.Tensor] = []
         self._depth = self._fallbacks_at = 0
         self._own_emulation = None
@@ -181,13 +193,16 @@ class LabRun:
     def _before_forward(self, module, args) -> None:
         if self._depth == 0:
             self.forwards += 1
+            self.rules.forward_starts(args)
             self._forward_emulation()
         self._depth += 1
 
     def _after_forward(self, module, args, output) -> None:
         self._depth = max(0, self._depth - 1)
+        self.rules.module_done(module, output)
         if self._depth == 0:
             self._end_forward_emulation()
+            self.rules.forward_done()
 
     def _forward_emulation(self) -> None:
         """Emulate the fallback for the length of one forward (cheaper than for the whole step)."""
@@ -244,7 +259,7 @@ class LabRun:
         stack.callback(self.optimizer.register_step_post_hook(self._after_step).remove)
         stack.enter_context(global_forward_hooks(self._before_forward, self._after_forward))
         if self.lab.affected:
-            stack.enter_context(mps_inplace_bug(device="cpu"))
+            self.bug = stack.enter_context(mps_inplace_bug(device="cpu"))
         if self.lab.sentinel:
             from course_utils.toolkit.sentinel import Sentinel
 
@@ -254,6 +269,7 @@ class LabRun:
             watch.mark((self.model, self.lab._handed))  # the lab's tensors live on the device
         self.watch = watch
         stack.enter_context(self.watch)
+        self.rules = RuleWatch(self)  # the task's rules, measured from here
 
     def __exit__(self, *exc) -> None:
         try:
@@ -266,6 +282,7 @@ class LabRun:
             stack.close()
         if exc[0] is None:
             self._report = self._measure()
+            self.lab._ledger.file(self._report)
 
     # --- the report ---------------------------------------------------------------------------------
     def _measure(self) -> dict:
@@ -299,6 +316,7 @@ class LabRun:
             "syncs_per_step": round(len(report) / max(self.steps, 1), 4),
             "sync_places": places,
             "machine": "affected Mac (emulated)" if self.lab.affected else "healthy (emulated)",
+            "rules": self.rules.measure(sum(self.bug.dropped.values()) if self.bug else 0, self._had_grad),
         }
 
     def report(self) -> dict:
@@ -306,24 +324,6 @@ class LabRun:
         if self._report is None:
             raise RuntimeError("call run.report() after the `with lab.run(...) as run:` block")
         return dict(self._report)
-
-
-@contextlib.contextmanager
-def global_forward_hooks(before, after):
-    """Call ``before(module, args)`` / ``after(module, args, output)`` around every module's forward."""
-    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-
-    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    first = next(model.parameters(), None)
-    return first.device if first is not None else torch.device("cpu")
 
 
 # --- the haunted script and the fixed one ------------------------------------------------------------
@@ -345,3 +345,24 @@ def haunted(lab: Lab) -> dict:
             optimizer.step()
             run.log(loss.item())
     return run.report()
+
+
+# --- helpers of the run (below the scripts, so that haunted's lines stay where lesson 08 prints them)
+
+
+@contextlib.contextmanager
+def global_forward_hooks(before, after):
+    """Call ``before(module, args)`` / ``after(module, args, output)`` around every module's forward."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    first = next(model.parameters(), None)
+    return first.device if first is not None else torch.device("cpu")

@@ -2,23 +2,33 @@
 the haunted script repaired (the reference solution of the capstone exercises in
 ``course_utils.bank.lesson08``).
 
-``checkpoints(report, lab)`` is every checkpoint's verdict on what ``run.report()`` returned (None
-where it passes, else what is wrong); ``scorecard`` prints them as ✔/✘ lines. The lab, the haunted
-script and the report they judge are in ``capstone``, which re-exports every name of this module.
+``checkpoints(report, lab)`` is every checkpoint's verdict on a script's run in ``lab`` (None where it
+passes, else what is wrong); ``scorecard`` prints them as ✔/✘ lines. The evidence is what the lab
+measured (``lab.measured_runs()``, its last run), never the report the script returned: that report
+must be the measured one, and a made-up or edited dict is refused. Every checkpoint first checks the
+task's rules (``check_rules``: the model and its symmetric start, Adam with ``lab.lr``, token vectors
+within norm 1, training rows from ``lab.dataset()`` only, batches and step budget, every loss logged,
+no shared storage between parameters); the frozen checkpoint also wants no lost in-place write. The
+lab, the haunted script and the report they judge are in ``capstone``, which re-exports every name
+of this module.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 
+from course_utils.labs.capstone_rules import NORM_LIMIT
+
 if TYPE_CHECKING:
     from course_utils.labs.capstone import Lab
 
 __all__ = ["CHECKPOINTS", "CHECKS", "LOSS_LIMIT", "SYNCS_PER_STEP", "check_fallback", "check_frozen",
-           "check_loss", "check_syncs", "checkpoints", "clip_rows_", "fixed", "scorecard"]
+           "check_loss", "check_rules", "check_syncs", "checkpoints", "clip_rows_", "evidence", "fixed",
+           "scorecard"]
 
 LOSS_LIMIT = 0.45  # held-out cross-entropy the fixed script reaches within the lab's steps
 SYNCS_PER_STEP = 0.25  # at most one host read every four steps, on average
@@ -70,13 +80,78 @@ def _as_report(report: Any) -> dict | str:
     return f"the report lacks {sorted(missing)}: return run.report()" if missing else report
 
 
-def check_loss(report: Any, lab: Lab) -> str | None:
-    """Checkpoint 1: held-out loss at most LOSS_LIMIT within the lab's steps, on the affected Mac."""
+def _same(a: dict, b: dict) -> bool:
+    """Equal as plain data (NaN equal to NaN, as the report writes a non-finite loss)."""
+    try:
+        return json.dumps(a, sort_keys=True, default=repr) == json.dumps(b, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return False
+
+
+def evidence(report: Any, lab: Lab) -> dict | str:
+    """What the lab measured for the script's run (its last run in ``lab``), or what is wrong: the
+    returned report is never the evidence, it must only be the one ``run.report()`` gave."""
     r = _as_report(report)
     if isinstance(r, str):
         return r
+    runs = lab.measured_runs()
+    if not runs:
+        return ("the lab measured no run: train inside `with lab.run(model, optimizer) as run:` of the "
+                "lab you were given and return run.report()")
+    measured = runs[-1]
+    if not _same(r, measured):
+        return ("the report you returned is not the one lab.run(...) measured for your last run: "
+                "return run.report() as it is")
+    return measured
+
+
+def check_rules(r: dict, lab: Lab) -> str | None:
+    """The task's rules, on what the lab measured (``r``): None, or the first rule broken."""
+    rules = r.get("rules") or {}
+    if not rules.get("tag_model"):
+        return "the model is not a TagModel: keep the model, TagModel() (rule 2)"
+    if rules.get("shared_storage"):
+        pairs = ", ".join(" and ".join(p) for p in rules["shared_storage"])
+        return (f"parameters share storage ({pairs}): start up as a copy of down's transpose, "
+                "do not tie them (rule 2)")
+    if not rules.get("symmetric_start"):
+        return "up.weight did not start as the transpose of down.weight: keep the symmetric start (rule 2)"
+    if rules.get("optimizer") != "Adam" or any(lr != lab.lr for lr in rules.get("lr", [])):
+        return (f"the optimizer is {rules.get('optimizer')} with lr {rules.get('lr')}: keep Adam with "
+                f"lr=lab.lr={lab.lr} (rule 2)")
+    if rules.get("trained_before") or not rules.get("optimizer_fresh", True):
+        return "the model or its optimizer trained before this lab.run(...): train inside one run (rule 1)"
     if not 0 < r["steps"] <= lab.steps:
-        return f"trained {r['steps']} optimizer steps; the budget is 1 to {lab.steps}"
+        return f"trained {r['steps']} optimizer steps; the budget is 1 to {lab.steps} (rule 1)"
+    if not rules.get("got_gradients"):
+        return "no parameter received a gradient in lab.run(...): nothing trained (rule 1)"
+    if rules.get("foreign_rows"):
+        return (f"{rules['foreign_rows']} of the {rules['rows_seen']} rows the model trained on are not rows "
+                "of lab.dataset() (held-out data, or made up): train on lab.dataset() only (rule 1)")
+    low, high = rules.get("batch_rows", [0, 0])
+    if not 1 <= low <= high <= lab.batch:
+        return f"forwards took {low} to {high} rows; a batch has 1 to lab.batch={lab.batch} rows (rule 1)"
+    if len(r.get("logged", [])) != r["steps"]:
+        return (f"{len(r.get('logged', []))} losses logged for {r['steps']} steps: log each step's loss "
+                "once with run.log(...) (rule 1)")
+    if not rules.get("max_token_norm", 0.0) <= NORM_LIMIT:  # NaN fails too
+        return (f"a forward used token vectors of norm up to {rules.get('max_token_norm'):.4g}: keep "
+                "every token vector within norm 1 (rule 2)")
+    return None
+
+
+def _evidence_and_rules(report: Any, lab: Lab) -> dict | str:
+    r = evidence(report, lab)
+    if isinstance(r, str):
+        return r
+    return check_rules(r, lab) or r
+
+
+def check_loss(report: Any, lab: Lab) -> str | None:
+    """Checkpoint 1: held-out loss at most LOSS_LIMIT within the lab's steps, on the affected Mac."""
+    r = _evidence_and_rules(report, lab)
+    if isinstance(r, str):
+        return r
     loss = r["eval_loss"]
     if not loss <= LOSS_LIMIT:  # NaN fails too
         return (f"held-out loss {loss:.3g} (accuracy {r.get('eval_accuracy', float('nan')):.0%}) after "
@@ -86,21 +161,24 @@ def check_loss(report: Any, lab: Lab) -> str | None:
 
 
 def check_frozen(report: Any, lab: Lab) -> str | None:
-    """Checkpoint 2: no parameter that receives gradients stays bit-identical (affected Mac, emulated)."""
-    r = _as_report(report)
+    """Checkpoint 2: no parameter that receives gradients stays bit-identical, and no in-place
+    write is lost (affected Mac, emulated)."""
+    r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
         return r
-    if r["steps"] < 1:
-        return "no optimizer step was taken inside lab.run(...)"
     if r["frozen"]:
         return (f"frozen on the {r.get('machine', 'lab machine')}: {', '.join(r['frozen'])} "
                 f"received gradients for {r['steps']} steps and never changed")
+    lost = r["rules"].get("lost_writes", 0)
+    if lost:
+        return (f"{lost} in-place writes into non-contiguous tensors were lost on the "
+                f"{r.get('machine', 'lab machine')}: some updates never landed")
     return None
 
 
 def check_fallback(report: Any, lab: Lab) -> str | None:
     """Checkpoint 3: the forward stays on the device: no op falls back, no tensor goes to the host."""
-    r = _as_report(report)
+    r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
         return r
     if r["forwards"] < 1:
@@ -117,11 +195,9 @@ def check_fallback(report: Any, lab: Lab) -> str | None:
 
 def check_syncs(report: Any, lab: Lab) -> str | None:
     """Checkpoint 4: at most SYNCS_PER_STEP host reads of device values per step, on average."""
-    r = _as_report(report)
+    r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
         return r
-    if r["steps"] < 1:
-        return "no optimizer step was taken inside lab.run(...)"
     per_step = r["syncs"] / r["steps"]
     if per_step > SYNCS_PER_STEP:
         places = "; ".join(r.get("sync_places", [])[:3])
@@ -134,7 +210,8 @@ CHECKS = {"loss": check_loss, "frozen": check_frozen, "fallback": check_fallback
 
 
 def checkpoints(report: Any, lab: Lab) -> dict[str, str | None]:
-    """Every checkpoint's verdict on a report: None where it passes, else what is wrong."""
+    """Every checkpoint's verdict on a script's run in ``lab`` (``report`` is what the script
+    returned): None where it passes, else what is wrong."""
     return {name: check(report, lab) for name, check in CHECKS.items()}
 
 

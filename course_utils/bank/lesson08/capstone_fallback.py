@@ -2,7 +2,15 @@
 
 import torch
 
-from course_utils.bank.lesson08._shared import COMMON, HAUNTED, broken, judge_with
+from course_utils.bank.lesson08._shared import (
+    ALTERNATIVES,
+    COMMON,
+    EQUIVALENT,
+    HAUNTED,
+    broken,
+    judge_with,
+    loss_only,
+)
 from course_utils.core.exercise import Exercise
 from course_utils.labs.capstone import TagModel, check_fallback
 
@@ -40,5 +48,7 @@ EXERCISE = Exercise(
             "import TagModel\n"
             "    from course_utils.bank.lesson08.capstone_fallback import CpuRenormModel as TagModel"))),
     },
+    equivalent={**EQUIVALENT, **loss_only("no fallback in the forward")},
+    alternatives=ALTERNATIVES,
     **COMMON,
 )

@@ -1,6 +1,15 @@
 """Checkpoint 2: no parameter stays frozen on the affected Mac (emulated)."""
 
-from course_utils.bank.lesson08._shared import CLONE_TIE, COMMON, HAUNTED, broken, judge_with
+from course_utils.bank.lesson08._shared import (
+    ALTERNATIVES,
+    CLONE_TIE,
+    COMMON,
+    EQUIVALENT,
+    HAUNTED,
+    broken,
+    judge_with,
+    loss_only,
+)
 from course_utils.core.exercise import Exercise
 from course_utils.labs.capstone import check_frozen
 
@@ -26,5 +35,7 @@ EXERCISE = Exercise(
             f"{_ADAM}\n"
             "    model.up.weight = torch.nn.Parameter(model.down.weight.detach().T.contiguous())"))),
     },
+    equivalent={**EQUIVALENT, **loss_only("no frozen parameter and no lost write")},
+    alternatives=ALTERNATIVES,
     **COMMON,
 )

@@ -1,6 +1,14 @@
 """Checkpoint 1: the held-out loss goes down on the affected Mac."""
 
-from course_utils.bank.lesson08._shared import CLONE_TIE, COMMON, HAUNTED, broken, judge_with
+from course_utils.bank.lesson08._shared import (
+    ALTERNATIVES,
+    CLONE_TIE,
+    COMMON,
+    EQUIVALENT,
+    HAUNTED,
+    broken,
+    judge_with,
+)
 from course_utils.core.exercise import Exercise
 from course_utils.labs.capstone import LOSS_LIMIT, check_loss
 
@@ -24,5 +32,7 @@ EXERCISE = Exercise(
         "shuffles the ids but not the tags": broken(("labels[pick]", "labels[start:start + lab.batch]")),
         **CLONE_TIE,
     },
+    equivalent=EQUIVALENT,
+    alternatives=ALTERNATIVES,
     **COMMON,
 )

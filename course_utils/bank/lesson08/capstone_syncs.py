@@ -1,6 +1,14 @@
 """Checkpoint 4: at most SYNCS_PER_STEP host syncs per step."""
 
-from course_utils.bank.lesson08._shared import COMMON, HAUNTED, broken, judge_with
+from course_utils.bank.lesson08._shared import (
+    ALTERNATIVES,
+    COMMON,
+    EQUIVALENT,
+    HAUNTED,
+    broken,
+    judge_with,
+    loss_only,
+)
 from course_utils.core.exercise import Exercise
 from course_utils.labs.capstone import SYNCS_PER_STEP, check_syncs
 
@@ -25,5 +33,7 @@ EXERCISE = Exercise(
             '                raise FloatingPointError(f"the loss is {loss} at step {step}")\n'
             f"            {_LOG}"))),
     },
+    equivalent={**EQUIVALENT, **loss_only("no more syncs")},
+    alternatives=ALTERNATIVES,
     **COMMON,
 )
