@@ -1,116 +1,17 @@
-"""Every object an exercise's case may hold that the course defines: the one home of case inputs.
-
-``course grade`` pickles the cases it draws for the submission's process, where the bank is off
-limits and case inputs are allowed (``grader.sandbox.pickle_cases`` refuses a case naming a course
-module other than this one, the labs and the toolkit). So what a case holds is defined here, never
-beside its exercise, and nothing here imports the bank. By lesson:
-
-- 02: ``SAVING_EXAMPLES`` (forwards whose saved-for-backward bytes differ; 02.saved_bytes) and
-  ``SimulatedOOMStep`` (a step that runs out of memory above a size; 02.retry_halving);
-- 03: ``FakeDevice`` (an asynchronous device with a fake clock; 03.honest_timer), ``make_loop``
-  (generated training loops; 03.sync_lines) and ``TrainingRun`` (training steps whose losses count
-  their host reads; 03.log_every_n);
-- 04: ``Watched`` (a tensor whose ops are recorded at the dispatcher; 04.prefix_sum);
-- 07: ``LinearKeepingGrad`` (a layer whose copies keep ``.grad``; 07.zero_grad_loop, 07.accumulate).
-"""
+"""Case inputs of lesson 03: an asynchronous device with a fake clock, generated training loops,
+and training steps that count the host reads of their losses."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import linecache
 from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_utils.labs.sync_lab import classifier_head, pooled_batches
 from course_utils.toolkit.sync_watch import function_kind, tensors_in
-
-# --- 02: forwards whose saved-for-backward tensors differ (the comment says what is saved) -----
-
-_W = torch.randn(5, 6, generator=torch.Generator().manual_seed(2))
-_B = torch.zeros(5)
-
-
-def square(x):
-    return x * x  # x, twice
-
-
-def sin_then_cos(x):
-    return x.sin().cos()  # x and sin(x)
-
-
-def total(x):
-    return x.sum()  # nothing
-
-
-def gram(x):
-    return x @ x.t()  # x and a view of x
-
-
-def slice_sin(x):
-    return x[:, :2].sin()  # a view of all of x
-
-
-def linear_then_tanh(x):
-    return nn.functional.linear(x[:, :6], _W, _B).tanh()
-
-
-def softmax_last(x):
-    return x.softmax(dim=-1)
-
-
-def sigmoid_times_x(x):
-    return x.sigmoid() * x
-
-
-SAVING_EXAMPLES = {
-    "exp": torch.exp,  # its result
-    "x*x": square,
-    "sin then cos": sin_then_cos,
-    "relu": torch.relu,  # its result
-    "sum": total,
-    "x @ x.T": gram,
-    "a slice's sin": slice_sin,
-    "linear then tanh": linear_then_tanh,
-    "softmax": softmax_last,
-    "sigmoid times x": sigmoid_times_x,
-}
-
-
-# --- 02: a step that runs out of memory ---------------------------------------------------------
-
-
-class SimulatedOOMStep:
-    """A training step that runs out of memory (emulated) above ``fits`` rows, on any device.
-
-    ``step(size)`` returns a short string when ``size <= fits``; above it raises what the backend
-    would: ``kind="cuda"`` a ``torch.OutOfMemoryError``, ``kind="mps"`` a ``RuntimeError`` worded as
-    MPS words it (R27 in references.md). ``other`` is raised instead at every call, to check a retry helper
-    lets other errors through. ``calls`` lists the sizes tried; more than 60 calls raise
-    ``RecursionError`` so a retry loop that never stops ends.
-    """
-
-    def __init__(self, fits: int, kind: str = "cuda", other: Exception | None = None):
-        if kind not in ("cuda", "mps"):
-            raise ValueError(f"kind must be 'cuda' or 'mps', got {kind!r}")
-        self.fits, self.kind, self.other, self.calls = fits, kind, other, []
-
-    def __call__(self, size: int) -> str:
-        self.calls.append(size)
-        if len(self.calls) > 60:
-            raise RecursionError("step called more than 60 times: the retry never stops")
-        if self.other is not None:
-            raise self.other
-        if size > self.fits:
-            if self.kind == "cuda":
-                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate (emulated)")
-            raise RuntimeError("MPS backend out of memory (emulated: MPS allocated, max allowed)")
-        return f"trained on {size} rows"
-
 
 # --- 03: a deterministic asynchronous device ---------------------------------------------------
 
@@ -360,73 +261,3 @@ class TrainingRun:
         loss.backward()
         self._optimizer.step()
         return _wrap(loss.detach(), self._note)
-
-
-# --- 04: tensors whose ops are recorded at the dispatcher --------------------------------------
-
-_seen: list[str] = []  # ops recorded since the last case's inputs were copied
-
-
-class _Log(TorchDispatchMode):
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        _seen.append(func.name())
-        return func(*args, **(kwargs or {}))
-
-
-_HOST_READS = ("numpy", "tolist", "item", "__array__", "__reduce_ex__")
-
-
-class Watched(torch.Tensor):
-    """A tensor whose every torch call is recorded at the dispatcher (see ``ops_seen()``), so a
-    check sees an op even when it hides inside another function. Reading its values to the host
-    (``.numpy()``, ``.tolist()``, ``.item()``, a pickle) is recorded as ``host read: <name>``;
-    ``as_subclass`` gives a watched tensor again (a way out of the record is not a way out)."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if name in _HOST_READS:
-            _seen.append(f"host read: {name}")
-        with _Log():
-            return super().__torch_function__(func, types, args, kwargs or {})
-
-    def as_subclass(self, cls):
-        out = torch.Tensor.as_subclass(self, cls)
-        return out if isinstance(out, Watched) else torch.Tensor.as_subclass(out, Watched)
-
-    def __deepcopy__(self, memo):
-        _seen.clear()  # check() copies a case's inputs right before each call: a new record starts
-        plain = torch.Tensor.as_subclass(self, torch.Tensor)
-        return torch.Tensor.as_subclass(copy.deepcopy(plain, memo), Watched)
-
-
-def ops_seen() -> list[str]:
-    """The aten ops run on watched tensors since their last copy."""
-    return list(_seen)
-
-
-# --- 07: a layer whose copies keep their gradients ---------------------------------------------
-
-_GRADS = "_kept_grads"  # the extra entry of a pickled or deep-copied module's state
-
-
-class LinearKeepingGrad(nn.Linear):
-    """``nn.Linear`` whose copies keep each parameter's ``.grad``, like the live model they copy.
-
-    A deep copy or a pickle of a plain module drops ``.grad``. The exercises hand a model with a
-    stale gradient (left by a validation pass) to the learner's loop, so the copy ``check()`` makes
-    for each call, and the one ``course grade`` sends to a submission's process, must keep it.
-    """
-
-    def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state[_GRADS] = {name: p.grad.detach().clone() for name, p in self.named_parameters()
-                         if p.grad is not None}
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        state = dict(state)
-        grads = state.pop(_GRADS, {})
-        super().__setstate__(state)
-        for name, p in self.named_parameters():
-            p.grad = grads.get(name)
