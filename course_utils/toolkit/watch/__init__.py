@@ -1,0 +1,40 @@
+"""``course watch``: find the silent bug in an unmodified training script (issue 20).
+
+    course watch train.py --epochs 3          # or: python -m course_utils.toolkit.watch train.py
+    with watch(): train()                     # in a notebook
+
+The watcher attaches through PyTorch's global hooks (module registration and forward hooks,
+optimizer step hooks, a wrapped ``torch.autograd.backward``, and a function and a dispatch mode on a
+few sampled steps), so nothing in the training code changes. Each finding says what happened,
+where (the user's file:line), why it matters and the fix; it prints once, as it appears, and again
+in the report at exit (``--json``, ``--html`` for sharing).
+
+The parts: ``watch_core`` (the hooks and the schedule), ``watch_models`` (models, coverage, modes),
+``watch_params`` (per-step numbers: gradients, updates, learning rate, loss), ``watch_ops`` and
+``watch_deep`` (op level: broadcasting, NaN, syncs, copies, fallbacks, memory), ``watch_findings``
+(kinds, the user's line), ``watch_render`` (console, JSON, HTML), ``watch_cli`` (the command).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from course_utils.toolkit.watch.watch_core import Watcher
+from course_utils.toolkit.watch.watch_findings import KINDS, Finding
+
+__all__ = ["KINDS", "Finding", "Watcher", "main", "watch"]
+
+
+@contextmanager
+def watch(*, verbose: bool = True, deep_every: int | None = None, **options):
+    """Watch the training code run inside the block; yields the ``Watcher`` (its ``findings``)."""
+    watcher = Watcher(verbose=verbose, deep_every=deep_every, **options)
+    with watcher:
+        yield watcher
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``course watch script.py [args...]``."""
+    from course_utils.toolkit.watch.watch_cli import main as cli_main
+
+    return cli_main(argv)

@@ -1,0 +1,7 @@
+"""``python -m course_utils.toolkit.watch script.py [args...]``."""
+
+import sys
+
+from course_utils.toolkit.watch.watch_cli import main
+
+sys.exit(main())

@@ -1,0 +1,158 @@
+"""What the deep windows add up to (``course watch``): the same host read, the same host-built
+copy or the same fallback in two or more sampled steps is *per step*; tensors a sampled step made
+that are still alive two windows (and at least two steps) later are memory that grows.
+
+A single scalar read per step (``loss.item()`` for logging) is reported as a note: it is the usual
+cost of logging. Two or more reads per step, or reading whole tensors (``.cpu()``, ``.numpy()``,
+``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
+graph of every step stays alive) or reach 1 MiB per step.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from course_utils.toolkit.watch.watch_findings import Finding, Site
+
+MIB = 2**20
+
+
+def _holder(obj, mine) -> str:
+    """Who keeps ``obj`` alive: a list or dict, and the name it has where it is stored."""
+    ours = {id(mine), *(id(v) for v in mine.values())}
+    for ref in gc.get_referrers(obj):
+        if isinstance(ref, (list, dict)) and ref is not gc.garbage and id(ref) not in ours:
+            size = f"a {type(ref).__name__} of {len(ref)} items"
+            for owner in gc.get_referrers(ref):
+                if isinstance(owner, dict):
+                    name = next((k for k, v in owner.items() if v is ref and isinstance(k, str)), None)
+                    if name is not None:
+                        return f"; held by {size} named `{name}`"
+            return f"; held by {size}"
+    return ""
+
+
+class DeepJudge:
+    """Counts, across deep windows, where syncs, copies, fallbacks and survivors happen."""
+
+    def __init__(self, watcher):
+        self.watcher = watcher
+        self.closed = 0
+        self.sync_sites: dict[Site, dict] = {}
+        self.sync_totals: list[int] = []
+        self.copy_sites: dict[tuple, dict] = {}
+        self.fallback_sites: dict[tuple, set] = {}
+        self.allocs: list[tuple] = []  # (window, step, allocs)
+        self.survivors: dict[Site, dict] = {}
+
+    def close(self, ops, step: int) -> None:
+        """Fold one finished window into the counts and report what became certain."""
+        self.closed += 1
+        window = self.closed
+        self._syncs(ops.syncs, window, step)
+        self._copies(ops.copies, window, step)
+        for op, site in ops.fallbacks:
+            seen = self.fallback_sites.setdefault((op, site), set())
+            seen.add(window)
+            if len(seen) >= 2:
+                self.watcher.log.add(
+                    Finding(
+                        "fallback",
+                        f"{op} runs in every step and has no MPS kernel",
+                        site,
+                        step,
+                        subject=f"{op}@{site}",
+                    )
+                )
+        self.allocs.append((window, step, ops.allocs))
+        ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
+
+    def _syncs(self, syncs: list, window: int, step: int) -> None:
+        self.sync_totals.append(len(syncs))
+        for site, kind, scalar in syncs:
+            entry = self.sync_sites.setdefault(
+                site, {"windows": set(), "kinds": set(), "count": 0, "scalar": True}
+            )
+            entry["windows"].add(window)
+            entry["kinds"].add(kind)
+            entry["count"] += 1
+            entry["scalar"] = entry["scalar"] and scalar and kind in ("item", "print", "bool")
+        per_step = sorted(self.sync_totals)[len(self.sync_totals) // 2]
+        for site, entry in self.sync_sites.items():
+            if len(entry["windows"]) < 2 or 2 * len(entry["windows"]) < self.closed:
+                continue
+            kinds = ", ".join(sorted(entry["kinds"]))
+            many = per_step >= 2 or not entry["scalar"]
+            self.watcher.log.add(
+                Finding(
+                    "host sync" if many else "note",
+                    f"{kinds}: the host waits for the device here in {len(entry['windows'])} of "
+                    f"{self.closed} sampled steps ({per_step} waits per step in all)"
+                    + ("" if many else "; one scalar read per step is the usual cost of logging"),
+                    site,
+                    step,
+                    subject=f"sync {site}",
+                    fix="" if many else "read it every N steps if the loop is fast",
+                )
+            )
+
+    def _copies(self, copies: list, window: int, step: int) -> None:
+        for origin, how, site, nbytes in copies:
+            entry = self.copy_sites.setdefault((origin, site), {"windows": set(), "how": how, "bytes": 0})
+            entry["windows"].add(window)
+            entry["bytes"] = max(entry["bytes"], nbytes)
+        for (origin, site), entry in self.copy_sites.items():
+            if len(entry["windows"]) >= 2 and 2 * len(entry["windows"]) >= self.closed:
+                built = (
+                    f"built by {entry['how']} at {origin}" if origin != site else f"made by {entry['how']}"
+                )
+                self.watcher.log.add(
+                    Finding(
+                        "host copy",
+                        f"a tensor {built} is copied to the device every step "
+                        f"({entry['bytes'] / 1024:.1f} KiB each time)",
+                        site,
+                        step,
+                        subject=f"copy {origin} {site}",
+                    )
+                )
+
+    def judge(self, step: int) -> None:
+        """Tensors a window made that are still alive two steps after it closed (cheap: weakrefs)."""
+        keep = []
+        for made_in, made_at, allocs in self.allocs:
+            if step - made_at < 2:
+                keep.append((made_in, made_at, allocs))
+                continue
+            by_site: dict[Site, list] = {}
+            for ref, site, nbytes, history in allocs:
+                t = ref()
+                if t is not None:
+                    by_site.setdefault(site, []).append((t, nbytes, history))
+            for site, alive in by_site.items():
+                history = any(h for _, _, h in alive)
+                nbytes = sum(n for _, n, _ in alive)
+                if not history and nbytes < MIB:
+                    continue
+                entry = self.survivors.setdefault(site, {"windows": set(), "bytes": 0, "history": False})
+                entry["windows"].add(made_in)
+                entry["bytes"] += nbytes
+                entry["history"] = entry["history"] or history
+                if len(entry["windows"]) >= 2:
+                    self._report_growth(site, entry, alive[0][0], step, by_site)
+        self.allocs = keep
+
+    def _report_growth(self, site: Site, entry: dict, sample, step: int, mine) -> None:
+        graph = " with their autograd graphs" if entry["history"] else ""
+        per = entry["bytes"] / len(entry["windows"])
+        self.watcher.log.add(
+            Finding(
+                "memory growth",
+                f"tensors made here in {len(entry['windows'])} sampled steps are still "
+                f"alive steps later{graph} (~{per / 1024:.1f} KiB of tensor data per step)"
+                f"{_holder(sample, mine)}",
+                site,
+                step,
+                subject=f"grow {site}",
+            )
+        )

@@ -1,0 +1,153 @@
+"""The kinds of finding ``course watch`` reports: a title, a severity (bug, perf, info), why it
+matters and the usual fix."""
+
+from __future__ import annotations
+
+# kind -> (title, severity, why it matters, the usual fix)
+KINDS: dict[str, tuple[str, str, str, str]] = {
+    "not in optimizer": (
+        "trainable parameter no optimizer holds",
+        "bug",
+        "it gets a gradient every step but never changes: that part of the model does not learn",
+        "build the optimizer after the model is final (after swapping a head), or "
+        "optimizer.add_param_group({'params': new_module.parameters()})",
+    ),
+    "stale optimizer": (
+        "optimizer holds tensors the model no longer uses",
+        "bug",
+        "the optimizer updates tensors that nothing reads, while the module the model uses is "
+        "not updated (a head or model replaced after the optimizer was built)",
+        "create the optimizer from model.parameters() after the last change to the model",
+    ),
+    "no gradient": (
+        "trainable parameter never receives a gradient",
+        "bug",
+        "the loss does not depend on it: the graph was cut (.detach(), .numpy(), .item(), "
+        "torch.tensor(...) of a result) or the branch is never used",
+        "keep the computation in torch from the parameters to the loss (no .detach()/.numpy()/"
+        ".item() in between); delete unused branches or set requires_grad_(False) on purpose",
+    ),
+    "zero grad at step": (
+        "optimizer.step() finds no gradients",
+        "bug",
+        "backward() ran, but the gradients were cleared (or not yet computed) when step() ran: "
+        "nothing is learned",
+        "order each iteration as zero_grad(), forward, loss.backward(), optimizer.step()",
+    ),
+    "missing zero_grad": (
+        "gradients accumulate across optimizer steps",
+        "bug",
+        "each step adds this batch's gradient to all previous ones: the effective step grows "
+        "and points at old batches",
+        "call optimizer.zero_grad() once per optimizer step (not once per epoch)",
+    ),
+    "frozen": (
+        "updates are lost: the parameter does not change although its update is visible",
+        "bug",
+        "lr x gradient is above the float resolution of the parameter, yet its values stay "
+        "bit-identical: the optimizer's in-place write does not land",
+        "make the parameter and its optimizer state contiguous; step the tensor the model uses",
+    ),
+    "below resolution": (
+        "update below float resolution",
+        "info",
+        "lr x gradient is smaller than the spacing of floats around the parameter's values, so "
+        "the step rounds away; not a bug in the optimizer",
+        "nothing, if intended; otherwise raise the lr or keep a float32 master copy",
+    ),
+    "lr collapse": (
+        "learning rate collapsed early",
+        "bug",
+        "the learning rate fell to a tiny fraction of its start early in training: the scheduler "
+        "is stepped once per batch where it was written for epochs",
+        "call scheduler.step() once per epoch (or size the schedule in optimizer steps)",
+    ),
+    "update ratio": (
+        "update-to-weight ratio out of range",
+        "bug",
+        "each step changes the weights by far too much (divergence) or by almost nothing "
+        "(no learning); healthy training moves weights by ~1e-4 to 1e-2 of their size per step",
+        "tune the learning rate (and warm-up); check the scheduler and the loss scale",
+    ),
+    "flat loss": (
+        "loss does not change although gradients are non-zero",
+        "bug",
+        "the optimizer steps with non-zero gradients, yet the loss stays exactly the same: "
+        "the updates do not reach the model that computes the loss",
+        "update the tensors the model uses in place (p -= lr * p.grad, or an optimizer built on "
+        "model.parameters())",
+    ),
+    "broadcast": (
+        "loss computed from tensors broadcast to a larger shape",
+        "bug",
+        "(B, 1) against (B,) broadcasts to (B, B): the loss compares every prediction with "
+        "every target and the model learns their mean",
+        "make the shapes equal before the loss: pred.squeeze(-1), or target.unsqueeze(-1)",
+    ),
+    "non-finite": (
+        "an op produced NaN or Inf",
+        "bug",
+        "one NaN spreads to the loss, the gradients and every parameter within a step",
+        "guard the op's input: clamp before log/sqrt/division (x.clamp_min(eps)), use the "
+        "fused stable form (log_softmax, BCEWithLogits), lower the learning rate",
+    ),
+    "growing grads": (
+        "total gradient norm keeps growing",
+        "bug",
+        "gradients that grow check after check usually accumulate (zero_grad missing) or "
+        "diverge (lr too high)",
+        "call optimizer.zero_grad() each step; lower the learning rate",
+    ),
+    "eval mode": (
+        "training in eval mode",
+        "bug",
+        "dropout is off and batch norm uses frozen running statistics while the optimizer "
+        "steps: training differs from what you meant",
+        "call model.train() before the training loop (again after each evaluation)",
+    ),
+    "train mode in eval": (
+        "evaluating in train mode",
+        "bug",
+        "dropout stays on and batch norm overwrites its running statistics with evaluation "
+        "batches: the scores are noisy and the model is changed by evaluating it",
+        "call model.eval() before evaluating and model.train() after",
+    ),
+    "host sync": (
+        "host syncs every step",
+        "perf",
+        "each read of a device value (.item(), .cpu(), .numpy(), .tolist(), print, if t:) makes "
+        "the host wait until the device has finished all queued work",
+        "keep running values on the device (total += loss.detach()) and read them every N steps",
+    ),
+    "host copy": (
+        "host-to-device copy every step of a tensor built on the host",
+        "perf",
+        "the same tensor (a mask, positions, a numpy array) is built on the host and copied to "
+        "the device every step; each copy costs a transfer and often a wait",
+        "build it once on the device (device=..., register_buffer), or move the whole array to "
+        "the device once and index it there",
+    ),
+    "memory growth": (
+        "memory grows step after step",
+        "bug",
+        "tensors made in one step stay alive in later steps: something keeps a reference (a list "
+        "append, a hook that stores activations, a running total that carries autograd history)",
+        "store .detach() (or .item() every N steps) instead of the tensor; clear lists of "
+        "activations; accumulate loss.detach()",
+    ),
+    "fallback": (
+        "op falls back to the CPU on a Mac",
+        "perf",
+        "MPS has no kernel for it: every call copies its inputs to the host and back",
+        "avoid the op in the hot loop (R48 in references.md: embedding max_norm, svd) or move that part to "
+        "the CPU once",
+    ),
+    "non-contiguous": (
+        "non-contiguous parameter or optimizer state where in-place updates are lost",
+        "bug",
+        "on this torch/macOS pair addcmul_/addcdiv_ into non-contiguous tensors are lost: Adam "
+        "never updates the parameter",
+        "make parameters contiguous before building the optimizer (p.data = p.data.contiguous())",
+    ),
+    "note": ("note", "info", "", ""),
+}

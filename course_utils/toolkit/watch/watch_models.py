@@ -1,0 +1,297 @@
+"""The models ``course watch`` found, and the checks that need only their structure and modes.
+
+Models are found, not passed in: a *root* is a module with parameters whose forward is called
+while no other module's forward runs (global forward hooks, during the first steps and the deep
+windows). Where each module and parameter was created or attached comes from the global
+registration hooks (``model.fc = nn.Linear(...)`` is the line a swapped head was attached on).
+
+Checks: parameters no optimizer holds and optimizer tensors the model no longer has
+(``coverage``); training with dropout/batch norm in eval mode and evaluating (under no_grad) with
+them in train mode (``on_root_forward``, ``check_modes``).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+
+import torch
+from torch import nn
+from torch.utils.weak import WeakIdKeyDictionary
+
+from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, Site, user_site
+
+_NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
+
+
+def mode_sensitive(module: nn.Module) -> bool:
+    """Whether train/eval changes what this module computes (dropout, batch norm statistics)."""
+    if isinstance(module, nn.modules.dropout._DropoutNd):
+        return module.p > 0
+    if isinstance(module, nn.modules.batchnorm._BatchNorm):
+        return module.track_running_stats
+    if isinstance(module, (nn.RNNBase, nn.MultiheadAttention)):
+        return getattr(module, "dropout", 0) > 0
+    return False
+
+
+class _RootRelay:
+    """The per-root forward pre-hook: hands the call to the active watcher. Pickles (and deep-copies
+    into a saved model) as ``partial(dict.get, {})``, a stdlib no-op that returns the inputs as they
+    are, so a model saved with ``torch.save(model)`` loads where course_utils is not installed."""
+
+    def __init__(self, models: ModelTracker):
+        self.models = weakref.ref(models)
+
+    def __call__(self, module, args):
+        models = self.models()
+        if models is not None and models.live:
+            models.on_root_forward(module)
+
+    def __reduce__(self):
+        return (functools.partial, (dict.get, {}))
+
+
+class ModelTracker:
+    """Roots, where modules and parameters were made, parameter names, modes."""
+
+    def __init__(self, watcher):
+        self.watcher = watcher
+        self.live = True
+        self.roots: list[weakref.ref] = []
+        self._root_ids: set[int] = set()
+        self._has_params: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self.module_site: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.param_info: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> (site, owner, name)
+        self._handles: list = []
+        self.depth = 0
+        self._names: dict[int, str] = {}
+        self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
+        self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
+        self.pending_eval: dict[int, tuple] = {}  # root id -> (train-mode modules, site, step)
+
+    # --- registration hooks (always on: they fire only while models are built) -----------------
+    def on_module_registered(self, parent, name, sub):
+        if sub is not None and sub not in self.module_site:
+            self.module_site[sub] = (user_site(2), type(parent).__name__, name)
+
+    def on_param_registered(self, module, name, param):
+        if param is not None:
+            self.param_info[param] = (user_site(2), module, name)
+
+    # --- forward hooks (discovery windows only) -------------------------------------------------
+    def on_forward_pre(self, module, args):
+        if self.depth == 0 and id(module) not in self._root_ids:
+            has = self._has_params.get(module)
+            if has is None:
+                has = self._has_params[module] = next(module.parameters(), None) is not None
+            if has:
+                self.add_root(module)
+        self.depth += 1
+
+    def on_forward(self, module, args, out):
+        self.depth = max(0, self.depth - 1)
+
+    def add_root(self, module: nn.Module) -> None:
+        self._root_ids.add(id(module))
+        self.roots.append(weakref.ref(module))
+        self._names.clear()
+        self._sensitive[id(module)] = [(n, m) for n, m in module.named_modules() if mode_sensitive(m)]
+        self._handles.append(module.register_forward_pre_hook(_RootRelay(self)))
+        self.watcher.on_root(module)
+        self.on_root_forward(module)  # the relay joins from the next call on
+
+    def live_roots(self) -> list[nn.Module]:
+        return [m for m in (r() for r in self.roots) if m is not None]
+
+    def close(self) -> None:
+        self.live = False
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    # --- names ------------------------------------------------------------------------------------
+    def names(self) -> dict[int, str]:
+        if not self._names:
+            roots = self.live_roots()
+            for root in roots:
+                prefix = f"{type(root).__name__}." if len(roots) > 1 else ""
+                for name, p in root.named_parameters():
+                    self._names.setdefault(id(p), prefix + name)
+        return self._names
+
+    def name(self, p: torch.Tensor, default: str = "") -> str:
+        found = self.names().get(id(p))
+        if found is None:
+            self._names.clear()
+            found = self.names().get(id(p))
+        if found is None:
+            info = self.param_info.get(p)
+            found = f"{type(info[1]).__name__}.{info[2]} (not in the model)" if info else default
+        return found
+
+    def site_of(self, p: torch.Tensor) -> Site:
+        """Where the parameter's module was attached to its parent (else where it was created)."""
+        info = self.param_info.get(p)
+        if info is None:
+            return UNKNOWN
+        attached = self.module_site.get(info[1])
+        return attached[0] if attached is not None else info[0]
+
+    # --- coverage ---------------------------------------------------------------------------------
+    def coverage(self, optimizers: list, step: int) -> None:
+        """Trainable parameters no optimizer holds; optimizer tensors the models no longer have."""
+        log = self.watcher.log
+        held = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
+        in_models: set[int] = set()
+        for root in self.live_roots():
+            params = list(root.named_parameters())
+            in_models.update(id(p) for _, p in params)
+            trainable = [(n, p) for n, p in params if p.requires_grad]
+            missing = [(n, p) for n, p in trainable if id(p) not in held]
+            if not missing or not (
+                len(missing) < len(trainable) or any(p.grad is not None for _, p in missing)
+            ):
+                continue
+            count = sum(p.numel() for _, p in missing)
+            names = ", ".join(n for n, _ in missing[:4]) + (
+                f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+            )
+            got = "get gradients" if any(p.grad is not None for _, p in missing) else "are trainable"
+            log.add(
+                Finding(
+                    "not in optimizer",
+                    f"{names} ({count} values, requires_grad=True) {got} but no "
+                    "optimizer holds them: they never change",
+                    self.site_of(missing[0][1]),
+                    step,
+                    subject=f"{type(root).__name__}@{id(root)}",
+                )
+            )
+        if not in_models:
+            return
+        for opt in optimizers:
+            params = [p for g in opt.param_groups for p in g["params"]]
+            stale = [p for p in params if id(p) not in in_models]
+            if stale and (len(stale) < len(params) or all(p in self.param_info for p in stale)):
+                info = self.param_info.get(stale[0])
+                what = (f"{type(info[1]).__name__}.{info[2]}" if info else "a tensor") + (
+                    f" and {len(stale) - 1} more" if len(stale) > 1 else ""
+                )
+                shapes = ", ".join(str(tuple(p.shape)) for p in stale[:4])
+                log.add(
+                    Finding(
+                        "stale optimizer",
+                        f"{type(opt).__name__} holds {len(stale)} tensors "
+                        f"({shapes}) that no model has any more ({what}): its steps go nowhere",
+                        self.site_of(stale[0]),
+                        step,
+                        subject=f"{type(opt).__name__}@{id(opt)}",
+                    )
+                )
+
+    # --- modes --------------------------------------------------------------------------------------
+    def on_root_forward(self, root: nn.Module) -> None:
+        self.watcher.before_root_forward()
+        sensitive = self._sensitive.get(id(root))
+        if not sensitive:
+            return
+        key = id(root)
+        if torch.is_grad_enabled():
+            self.pending_eval.pop(key, None)
+            off = [(n, m) for n, m in sensitive if not m.training]
+            self.last_train_forward[key] = (off, user_site(3) if off else UNKNOWN)
+            return
+        on = [(n, m) for n, m in sensitive if m.training]
+        if not on:
+            self.pending_eval.pop(key, None)
+            return
+        pending = self.pending_eval.get(key)
+        if pending is not None:  # a second no_grad forward with no backward between: evaluation
+            self._report_eval_in_train(root, pending)
+            return
+        self.pending_eval[key] = (on, user_site(3), self.watcher.step)
+
+    def clear_pending(self) -> None:
+        """A backward ran: the no_grad forwards before it were part of training (a GAN, a teacher)."""
+        self.pending_eval.clear()
+
+    def _report_eval_in_train(self, root, pending) -> None:
+        on, site, step = pending
+        kinds = sorted({type(m).__name__ for _, m in on})
+        self.watcher.log.add(
+            Finding(
+                "train mode in eval",
+                f"{type(root).__name__} runs under no_grad (evaluation) with "
+                f"{', '.join(kinds)} in train mode ({', '.join(n or 'the model' for n, _ in on[:3])})",
+                site,
+                step,
+                subject=f"{type(root).__name__}@{id(root)}",
+            )
+        )
+
+    def finish(self) -> None:
+        for key, pending in list(self.pending_eval.items()):
+            root = next((m for m in self.live_roots() if id(m) == key), None)
+            if root is not None:
+                self._report_eval_in_train(root, pending)
+        self.pending_eval.clear()
+
+    def check_modes(self, optimizer, step: int) -> None:
+        """At an optimizer step: was the last training forward of its models in eval mode?"""
+        held = None
+        for root in self.live_roots():
+            state = self.last_train_forward.get(id(root))
+            if not state or not state[0]:
+                continue
+            if held is None:
+                held = {id(p) for g in optimizer.param_groups for p in g["params"]}
+            if not any(id(p) in held for p in root.parameters()):
+                continue
+            off, site = state
+            trained = [
+                (n, m)
+                for n, m in off
+                if any(p.requires_grad for p in m.parameters(recurse=False))
+                or isinstance(m, nn.modules.dropout._DropoutNd)
+            ]
+            kinds = sorted({type(m).__name__ for _, m in off})
+            names = ", ".join(n or type(root).__name__ for n, _ in off[:4])
+            if not trained:
+                self.watcher.log.add(
+                    Finding(
+                        "note",
+                        f"{names}: batch norm frozen on purpose (eval mode, no trainable affine)",
+                        site,
+                        step,
+                        subject=f"frozen-bn {type(root).__name__}",
+                    )
+                )
+                continue
+            self.watcher.log.add(
+                Finding(
+                    "eval mode",
+                    f"the optimizer steps while {', '.join(kinds)} in {type(root).__name__} "
+                    f"ran in eval mode ({names}{'...' if len(off) > 4 else ''})",
+                    site,
+                    step,
+                    subject=f"{type(root).__name__}@{id(root)}",
+                )
+            )
+
+
+def feeds_norm(root: nn.Module, param_name: str, numel: int) -> str | None:
+    """If ``param_name`` is the bias of a Linear/Conv whose output goes straight into a norm layer
+    (the next leaf module, with as many features), that norm layer's class name."""
+    if not param_name.endswith("bias"):
+        return None
+    owner = param_name.rsplit(".", 1)[0] if "." in param_name else ""
+    leaves = [(n, m) for n, m in root.named_modules() if not next(m.children(), None)]
+    for i, (name, _) in enumerate(leaves[:-1]):
+        if name == owner:
+            nxt = leaves[i + 1][1]
+            size = getattr(nxt, "num_features", None) or getattr(nxt, "num_channels", None)
+            if size is None and isinstance(nxt, nn.LayerNorm):
+                size = nxt.normalized_shape[-1]
+            return type(nxt).__name__ if isinstance(nxt, _NORMS) and size == numel else None
+    return None

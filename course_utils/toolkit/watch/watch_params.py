@@ -1,0 +1,191 @@
+"""The numeric checks around each optimizer's steps (``course watch``): cheap, batched, sampled.
+
+On a *check step* the pre-step hook copies the parameters into a snapshot; the post-step hook
+takes, in one device-to-host read, the norms of every update, parameter and gradient and the
+loss. From those: non-finite values, parameters that never get a gradient, frozen parameters
+(judged at float resolution: an update lr x |grad| below eps x |p| rounds away, which is
+information, not lost updates), update-to-weight ratios out of range, a flat loss while gradients
+are non-zero and a total gradient norm that keeps growing. Every step (no read): the learning
+rate (collapse), and on two probe parameters whether backward adds to last step's gradient
+(a missing ``zero_grad``) or ran at all before ``step()``.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections import deque
+
+import torch
+
+from course_utils.toolkit.watch.watch_findings import Finding
+from course_utils.toolkit.watch.watch_trends import Trends
+
+
+class OptimizerWatch(Trends):
+    """The checks of one optimizer."""
+
+    def __init__(self, watcher, optimizer: torch.optim.Optimizer):
+        self.watcher, self.ref = watcher, weakref.ref(optimizer)
+        self.name = type(optimizer).__name__
+        self.steps = 0
+        self.max_lr = 0.0
+        self.collapse_step = 0
+        self.ever_grad: set[int] = set()
+        self.no_grad_checks: dict[int, int] = {}
+        self.losses: deque = deque(maxlen=6)
+        self.norms: list[float] = []
+        self.ratio_hi = self.ratio_lo = 0
+        self._snap: list[torch.Tensor] | None = None
+        self._params: list[torch.Tensor] = []
+        self._with_grad: list[int] = []
+        self._grads: list[torch.Tensor] = []
+        self._probe_handles: list = []
+        self._probe_fired = False
+        self._after_step: dict[int, tuple] = {}  # probe id -> (grad object id, version) after step
+        self.accumulated = 0
+        self._add_probes(optimizer)
+
+    # --- probes: did backward run, did it add to last step's gradient? --------------------------
+    def _add_probes(self, optimizer) -> None:
+        trainable = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
+        self._probes = list({id(p): p for p in (trainable[:1] + trainable[-1:])}.values())
+        for p in self._probes:
+            self._probe_handles.append(p.register_hook(_probe(self, p)))
+
+    def on_probe(self, p: torch.Tensor) -> None:
+        self._probe_fired = True
+        after = self._after_step.pop(id(p), None)
+        if (
+            after is not None
+            and p.grad is not None
+            and id(p.grad) == after[0]
+            and p.grad._version == after[1]
+        ):
+            self.accumulated += 1  # backward is about to add to the gradient the last step used
+            if self.accumulated >= 2:
+                self.watcher.log.add(
+                    Finding(
+                        "missing zero_grad",
+                        f"backward() adds to the gradient {self.name}.step() already "
+                        f"used ({self.accumulated} steps so far): gradients are never cleared between steps",
+                        self.watcher.where_step,
+                        self.watcher.step,
+                        subject=self.name,
+                    )
+                )
+
+    def close(self) -> None:
+        for handle in self._probe_handles:
+            handle.remove()
+        self._probe_handles.clear()
+
+    # --- every step -------------------------------------------------------------------------------
+    def before_step(self, optimizer, check: bool) -> None:
+        lr = float(optimizer.param_groups[0].get("lr", 0.0))
+        if lr > self.max_lr:
+            self.max_lr, self.collapse_step = lr, 0
+        elif lr < 1e-3 * self.max_lr and not self.collapse_step:
+            self.collapse_step = self.steps + 1
+        if not check:
+            return
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        self._params = params
+        self._with_grad = [i for i, p in enumerate(params) if p.grad is not None and not p.grad.is_sparse]
+        self._grads = [
+            params[i].grad for i in self._with_grad
+        ]  # a manual loop may clear them before after_step
+        if not self._with_grad:
+            self._no_gradients_at_step(optimizer)
+        with torch.no_grad():
+            if (
+                self._snap is None
+                or len(self._snap) != len(params)
+                or any(
+                    s.shape != p.shape or s.dtype != p.dtype for s, p in zip(self._snap, params, strict=True)
+                )
+            ):
+                self._snap = [p.detach().clone() for p in params]
+            else:
+                torch._foreach_copy_(self._snap, [p.detach() for p in params])
+
+    def after_step(self, optimizer, check: bool, loss: torch.Tensor | None) -> None:
+        self.steps += 1
+        for probe in self._probes:
+            if probe.grad is not None:
+                self._after_step[id(probe)] = (id(probe.grad), probe.grad._version)
+        self._probe_fired = False
+        if check and self._snap is not None:
+            with torch.no_grad():
+                self._check(optimizer, loss)
+        self._check_lr(optimizer)
+
+    def _no_gradients_at_step(self, optimizer) -> None:
+        w = self.watcher
+        if not w.backward_since_step or not any(p.requires_grad for p in self._params):
+            return
+        if self._probe_fired:
+            w.log.add(
+                Finding(
+                    "zero grad at step",
+                    f"{self.name}.step() runs with every gradient None "
+                    "although backward() computed them since the last step: they were "
+                    "cleared in between",
+                    w.where_step,
+                    w.step + 1,
+                    subject=self.name,
+                )
+            )
+        # else: no parameter got a gradient at all; counted per parameter in _check
+
+    # --- the batched check --------------------------------------------------------------------------
+    def _check(self, optimizer, loss) -> None:
+        params, with_grad = self._params, self._with_grad
+        torch._foreach_sub_(self._snap, [p.detach() for p in params])  # snapshot := old - new
+        grads, self._grads = self._grads, []
+        parts = list(torch._foreach_norm([*self._snap, *[p.detach() for p in params], *grads]))
+        has_loss = isinstance(loss, torch.Tensor) and loss.numel() == 1
+        if has_loss:
+            parts.append(loss.detach().reshape(()))
+        if len({t.dtype for t in parts}) > 1 or len({t.device for t in parts}) > 1:
+            parts = [t.double().cpu() for t in parts]
+        values = torch.stack(parts).tolist() if parts else []  # the one device-to-host read
+        n, g = len(params), len(with_grad)
+        moved, norms = values[:n], values[n : 2 * n]
+        gnorm = dict(zip(with_grad, values[2 * n : 2 * n + g], strict=True))
+        loss_v = values[-1] if has_loss else None
+        w = self.watcher
+        w.on_values(loss_v, gnorm, norms, self)
+        lr_of = [float(gr.get("lr", 0.0)) for gr in optimizer.param_groups for _ in gr["params"]]
+        group_of = [gr for gr in optimizer.param_groups for _ in gr["params"]]
+        frozen: list[tuple] = []
+        for i, p in enumerate(params):
+            if i in gnorm:
+                self.ever_grad.add(id(p))
+                self.no_grad_checks.pop(id(p), None)
+            elif p.requires_grad and with_grad:
+                count = self.no_grad_checks[id(p)] = self.no_grad_checks.get(id(p), 0) + 1
+                if count >= 6 and id(p) not in self.ever_grad:
+                    w.report_no_gradient(p, count)
+            grad = gnorm.get(i)
+            if grad and math.isfinite(grad) and moved[i] == 0 and lr_of[i] > 0 and p.requires_grad:
+                frozen.append((p, group_of[i], grad, grads[with_grad.index(i)]))
+        if frozen:
+            self._frozen(frozen)
+        if not with_grad and w.backward_since_step and not self._probe_fired:
+            w.report_no_gradient(None, 1)
+        self._check_ratios(params, moved, norms, lr_of, gnorm)
+        self._check_growth([v for v in gnorm.values()])
+        self._check_flat(loss_v, gnorm, lr_of)
+
+
+def _probe(owner: OptimizerWatch, p: torch.Tensor):
+    ref_owner, ref_p = weakref.ref(owner), weakref.ref(p)
+
+    @torch.utils.hooks.unserializable_hook
+    def hook(grad):
+        o, q = ref_owner(), ref_p()
+        if o is not None and q is not None and o.watcher.live:
+            o.on_probe(q)
+
+    return hook

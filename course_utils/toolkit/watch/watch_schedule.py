@@ -1,0 +1,75 @@
+"""When ``course watch`` looks closer: check steps (steps 1..warm-up, then every ``check_every``th)
+and deep windows (the set-up with the first step, steps 2 and 3, then spaced so their measured
+extra time stays near ``budget`` of the run; the step after a non-finite value or a gradient
+spike; every ``deep_every``th step if asked). ``Watcher`` inherits it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from torch.nn.modules import module as module_hooks
+
+
+class Schedule:
+    """Mixed into ``Watcher``: uses its ``ops``, ``deep``, ``models`` and counters."""
+
+    def _is_check(self, ow) -> bool:
+        n = ow.steps + 1
+        return n <= self.warmup or n % self.check_every == 0
+
+    def _discover(self, on: bool) -> None:
+        if on and not self._discovery:
+            self._discovery = [
+                module_hooks.register_module_forward_pre_hook(self._on_forward_pre),
+                module_hooks.register_module_forward_hook(self.models.on_forward, always_call=True),
+            ]
+        elif not on:
+            for handle in self._discovery:
+                handle.remove()
+            self._discovery = []
+            self.models.depth = 0
+
+    def _window_boundary(self) -> None:
+        now = time.perf_counter()
+        if self.ops.open:
+            first = self.deep_steps == 1
+            self._close_window()
+            if not first:  # the first window also holds the set-up
+                self._extra.append(now - self._window_start)
+        elif self._last_post:
+            self._plain.append(now - self._last_post)
+            self._plain = self._plain[-50:]
+        self._last_post = time.perf_counter()
+        if self.deep.allocs:
+            self.deep.judge(self.step)
+        upcoming = self.step + 1
+        if self.deep_every is not None:
+            deep = upcoming % self.deep_every == 0 or upcoming <= 3 or self._armed
+        else:
+            deep = upcoming <= 3 or upcoming >= self._next_deep or self._armed
+        if deep:
+            self._armed = False
+            self._open_window()
+        if self.step >= 1 and self._discovery and not self.ops.open:
+            self._discover(False)
+
+    def _open_window(self) -> None:
+        self.deep_steps += 1
+        self._discover(True)
+        self.ops.start()
+        self._window_start = time.perf_counter()
+
+    def _close_window(self) -> None:
+        if not self.ops.open or not self.ops.stop():
+            return
+        self._discover(False)
+        self.deep.close(self.ops, self.step)
+        self._flush_nan()
+        if self._plain and self._extra:
+            plain = sorted(self._plain)[len(self._plain) // 2]
+            extra = max(0.0, sorted(self._extra)[len(self._extra) // 2] - plain)
+            self._next_deep = self.step + 1 + min(500, max(8, math.ceil(extra / (self.budget * plain))))
+        else:
+            self._next_deep = self.step + 8

@@ -1,0 +1,78 @@
+"""A deep window's two modes (``course watch``): a TorchFunctionMode and a TorchDispatchMode that
+hand every call to ``OpWatch``, entered at a step boundary, left for the optimizer's own step
+(under a mode optimizers take a slower path: watching must not change the numbers) and left for
+good only when they are on top of the mode stacks (a mode the script entered meanwhile stays).
+"""
+
+from __future__ import annotations
+
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class _Functions(TorchFunctionMode):
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.ops.on_function(func, args, kwargs or {})
+
+
+class _Dispatch(TorchDispatchMode):
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.ops.on_dispatch(func, args, kwargs or {})
+
+
+class Window:
+    """Mixed into ``OpWatch``: ``start``, ``suspend``, ``resume``, ``stop``."""
+
+    def start(self) -> None:
+        self.window += 1
+        roots = self.watcher.models.live_roots()
+        first = next((p for r in roots for p in r.parameters()), None)
+        self.device_type = first.device.type if first is not None else self.device_type
+        self.mark([t for r in roots for t in (*r.parameters(), *r.buffers())])
+        self._fallback = {}
+        self.modes = [_Functions(self), _Dispatch(self)]
+        for mode in self.modes:
+            mode.__enter__()
+
+    def _on_top(self) -> bool:
+        from torch.overrides import _get_current_function_mode
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        return _get_current_dispatch_mode() is self.modes[1] and _get_current_function_mode() is self.modes[0]
+
+    def suspend(self) -> None:
+        """Leave the modes for the optimizer step (under a mode, optimizers take their slower
+        single-tensor path: watching would change the numbers and cost more)."""
+        if self.modes and not self.suspended and self._on_top():
+            for mode in reversed(self.modes):
+                mode.__exit__(None, None, None)
+            self.suspended = True
+
+    def resume(self) -> None:
+        if self.suspended:
+            self.suspended = False
+            self.modes = [_Functions(self), _Dispatch(self)]
+            for mode in self.modes:
+                mode.__enter__()
+
+    def stop(self, force: bool = False) -> bool:
+        """Leave the modes, if they are on top of the mode stacks (``force``: at the end, anyway)."""
+
+        if not self.modes or not force and not self.suspended and not self._on_top():
+            return False
+        if not self.suspended:
+            for mode in reversed(self.modes):
+                mode.__exit__(None, None, None)
+        self.suspended = False
+        self.modes = []
+        self.nan.clear()
+        self.nan.node_site.clear()
+        return True
