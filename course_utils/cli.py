@@ -244,11 +244,18 @@ def parser() -> argparse.ArgumentParser:
                         "declared equivalent, surviving")
     mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
     mu.set_defaults(fn=_mutants)
+    sub.add_parser("watch", add_help=False, help="run a training script unmodified and report silent "
+                   "training bugs: course watch [--json F] [--html F] script.py [args...]")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``course`` console command."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["watch"]:  # its own options, then the script's arguments, untouched
+        from course_utils.toolkit.watch.watch_cli import main as watch
+
+        return watch(argv[1:])
     p = parser()
     args, extra = p.parse_known_args(argv)
     if extra and args.command != "lab":
