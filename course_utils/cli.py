@@ -1,5 +1,5 @@
 """The ``course`` command: doctor, lab, start, check, progress, build-exercises, run-notebooks,
-grade, collect, hub-config, drill."""
+grade, collect, hub-config, drill, watch."""
 
 from __future__ import annotations
 
