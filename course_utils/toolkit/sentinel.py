@@ -1,10 +1,13 @@
 """A training sentinel: cheap checks after every optimizer step that catch silent bugs (lesson 06).
 
-``Sentinel(model, optimizer)``; call ``sentinel.step(loss)`` after each ``optimizer.step()``. It
-reports, once per tensor and kind, as soon as it is sure:
+``Sentinel(model, optimizer)``; call ``sentinel.step(loss)`` after each ``optimizer.step()``, or
+``Sentinel.attach(model, optimizer)`` once and nothing inside the loop (an optimizer step hook calls
+``step()``; ``detach()`` removes it). It reports, once per tensor and kind, as soon as it is sure:
 
 - **frozen**: a parameter with a non-zero gradient whose values are bit-identical to the previous
-  check, ``patience`` checks in a row (groups with ``lr == 0``, e.g. a warm-up, are skipped);
+  check, ``patience`` checks in a row, although its update (lr x gradient) is visible at the
+  parameter's float resolution (groups with ``lr == 0``, e.g. a warm-up, are skipped; an update
+  that rounds away, such as the ~1e-9 gradient of a bias that feeds a norm layer, is not lost);
 - **zero state**: optimizer state (Adam's ``exp_avg_sq``) exactly zero although the gradient is not;
 - **non-finite**: NaN or Inf in the loss, a gradient or a parameter;
 - **growing grads**: the total gradient norm rose ``growth_window`` checks in a row and at least
@@ -65,6 +68,8 @@ class Sentinel:
         self.audit_every, self.checks, self.verbose = audit_every, set(checks), verbose
         names = {id(p): n for n, p in model.named_parameters()}
         self.params = [p for g in optimizer.param_groups for p in g["params"]]
+        self.groups = [g for g in optimizer.param_groups for _ in g["params"]]
+        self._hook = None
         self.names = [names.get(id(p), f"param{i}") for i, p in enumerate(self.params)]
         with torch.no_grad():
             self._snapshot = [p.detach().clone() for p in self.params]
@@ -73,6 +78,20 @@ class Sentinel:
         self._seen: set[tuple[str, str]] = set()
         self._streak: dict[tuple[str, str], int] = {}
         self._norms: list[float] = []
+
+    @classmethod
+    def attach(cls, model: nn.Module, optimizer: torch.optim.Optimizer, **options) -> Sentinel:
+        """A sentinel that checks after every ``optimizer.step()`` by itself (a step hook): no line
+        inside the training loop. The loss is not seen (attached, it cannot know it)."""
+        sentinel = cls(model, optimizer, **options)
+        sentinel._hook = optimizer.register_step_post_hook(lambda opt, args, kwargs: sentinel.step())
+        return sentinel
+
+    def detach(self) -> None:
+        """Stop checking after each step (``attach``)."""
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
 
     # --- reporting ---------------------------------------------------------------------------------
     def _report(self, kind: str, name: str, message: str) -> None:
@@ -156,9 +175,17 @@ class Sentinel:
             if not _finite(moved[i]):
                 self._report("non-finite", name, "the parameter holds NaN or Inf")
             hit = grad is not None and grad > 0 and moved[i] == 0 and not lr_zero[i]
+            if hit and self._streak.get(("frozen", name), 0) + 1 >= self.patience:
+                hit = self._visible(i)  # an update below float resolution rounds away: not lost
             if self._streak_of(("frozen", name), hit) >= self.patience:
                 self._report("frozen", name, f"gradient norm {grad:.3g}, yet bit-identical over "
                              f"{self.patience} checks in a row: its updates never land")
+
+    def _visible(self, i: int) -> bool:
+        from course_utils.toolkit.watch.watch_trends import visible_fraction
+
+        p, name = self.params[i], type(self.optimizer).__name__
+        return p.grad is None or visible_fraction(p, p.grad, self.groups[i], name) >= 0.5
 
     def _check_state(self, state: list, norms: list[float], grads: dict[int, float]) -> None:
         for (i, key, _), norm in zip(state, norms, strict=True):

@@ -68,9 +68,9 @@ class Broadcasts:
             if shapes is not None:
                 self.report(site, shapes, func.__name__)
 
-    def after(self, func, inputs: list, outs: list, site) -> None:
+    def after(self, func, args: tuple, inputs: list, outs: list, site) -> None:
         if func in _BINARY and len(inputs) == 2:
-            shapes = bad_broadcast(*inputs)
+            shapes = bad_broadcast(*[a for a in args if isinstance(a, torch.Tensor)])
             if shapes is not None:
                 self.spread[outs[0]] = (site, shapes, func.__name__.strip("_"))
         elif inputs and len(outs) == 1:

@@ -217,7 +217,7 @@ class OpWatch(Window):
                 first = min(origins, key=lambda o: o[2])  # data gathered from an older tensor is not new
                 for t in outs:
                     self.host[t] = (first[0] or site, first[1], first[2])
-        self.broadcasts.after(func, inputs, outs, site)
+        self.broadcasts.after(func, args, inputs, outs, site)
         if training:
             for t in outs:
                 if t.grad_fn is not None:

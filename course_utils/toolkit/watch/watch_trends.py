@@ -210,6 +210,7 @@ def _schedulers(optimizer) -> str:
     found = [
         o
         for o in gc.get_objects()
-        if isinstance(o, torch.optim.lr_scheduler.LRScheduler) and getattr(o, "optimizer", None) is optimizer
+        if issubclass(type(o), torch.optim.lr_scheduler.LRScheduler)
+        and getattr(o, "optimizer", None) is optimizer
     ]
     return "".join(f"; {type(s).__name__}.step() was called {s.last_epoch} times" for s in found[:2])

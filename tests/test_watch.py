@@ -1,0 +1,370 @@
+"""Does ``course watch`` name each silent training bug, at the user's line, and stay quiet on the fix
+(issue 20)? Each check runs a tiny training loop twice: with the bug, then fixed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_utils.toolkit.emulate.inplace import mps_inplace_bug
+from course_utils.toolkit.watch import watch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def watched(train, steps: int = 12, **options) -> dict:
+    """Run ``train(steps)`` under a watcher that looks at every step op by op; {kind: finding}."""
+    torch.manual_seed(0)
+    with watch(verbose=False, deep_every=1, **options) as w:
+        train(steps)
+    return {f.kind: f for f in w.findings}
+
+
+def alarms(found: dict) -> set[str]:
+    return {kind for kind, f in found.items() if f.alarm}
+
+
+def line_of(marker: str) -> int:
+    lines = Path(__file__).read_text(encoding="utf-8").splitlines()
+    return next(i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+def mlp(d_in=4, out=1, norm=False):
+    layers = [nn.Linear(d_in, 16)] + ([nn.BatchNorm1d(16)] if norm else []) + [nn.ReLU(), nn.Linear(16, out)]
+    return nn.Sequential(*layers)
+
+
+def regression(broadcast: bool):
+    def train(steps):
+        model, x = mlp(), torch.randn(32, 4)
+        y = x.sum(1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for _ in range(steps):
+            pred = model(x) if broadcast else model(x).squeeze(1)
+            loss = ((pred - y) ** 2).mean()  # broadcast
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    return train
+
+
+def test_a_loss_that_broadcasts_b1_against_b_is_named_at_its_line():
+    found = watched(regression(broadcast=True))
+    assert "broadcast" in found and found["broadcast"].where.line == line_of("broadcast")
+    assert "(32, 1) and (32,)" in found["broadcast"].what and "(32, 32)" in found["broadcast"].what
+    assert not alarms(watched(regression(broadcast=False)))
+
+
+def test_mse_loss_on_mismatched_shapes_is_named_too():
+    def train(steps, fixed=False):
+        model, x = mlp(), torch.randn(16, 4)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(steps):
+            out = model(x)
+            loss = F.mse_loss(out.squeeze(-1) if fixed else out, x[:, 0])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    with pytest.warns(UserWarning, match="target size"):
+        assert "broadcast" in watched(train, 4)
+    assert not alarms(watched(lambda s: train(s, fixed=True), 4))
+
+
+def head_swap(late: bool):
+    def train(steps):
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 5))
+        if not late:
+            model[2] = nn.Linear(8, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if late:
+            model[2] = nn.Linear(8, 3)  # new head
+        x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+    return train
+
+
+def test_a_head_attached_after_the_optimizer_is_not_in_it_and_the_old_one_is_stale():
+    found = watched(head_swap(late=True), 6)
+    assert {"not in optimizer", "stale optimizer"} <= alarms(found)
+    assert found["not in optimizer"].where.line == line_of("new head")
+    assert not alarms(watched(head_swap(late=False), 6))
+
+
+def numpy_cut(cut: bool):
+    def train(steps):
+        enc, dec = nn.Linear(4, 8), nn.Linear(8, 1)
+        opt = torch.optim.Adam([*enc.parameters(), *dec.parameters()], lr=1e-2)
+        model = nn.Sequential(enc, dec)
+        x, y = torch.randn(16, 4), torch.randn(16, 1)
+        for _ in range(steps):
+            h = enc(x)
+            if cut:
+                h = torch.from_numpy(h.detach().numpy() * 2)  # cut
+            loss = F.mse_loss(dec(h), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return model
+
+    return train
+
+
+def test_a_graph_cut_by_numpy_leaves_the_encoder_without_gradients_and_says_where():
+    found = watched(numpy_cut(cut=True), 8)
+    assert "no gradient" in found and str(line_of("cut")) in found["no gradient"].what
+    assert not alarms(watched(numpy_cut(cut=False), 8))
+
+
+def test_updates_lost_to_the_emulated_inplace_bug_are_frozen_and_non_contiguous():
+    def train(steps):
+        w = nn.Parameter(torch.randn(8, 6).t())  # non-contiguous, like a transposed tied weight
+        opt = torch.optim.Adam([w], lr=1e-2)
+        x = torch.randn(16, 6)
+        for _ in range(steps):
+            loss = (x @ w).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    with mps_inplace_bug(device="cpu"):
+        found = watched(train, 4)
+    assert {"frozen", "non-contiguous"} <= alarms(found)
+    assert "(emulated)" in found["non-contiguous"].what
+
+
+def test_a_bias_feeding_batch_norm_is_information_not_an_alarm():
+    def train(steps):
+        model = mlp(norm=True)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(64, 4)
+        with torch.no_grad():
+            model[0].bias.fill_(3.0)  # large |b|: lr x ~1e-9 gradient is far below its float spacing
+        for _ in range(steps):
+            loss = F.mse_loss(model(x).squeeze(1), x[:, 0])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    found = watched(train, 12)
+    assert not alarms(found)
+    if "below resolution" in found:
+        assert "BatchNorm1d" in found["below resolution"].why
+
+
+def loop(*, zero_grad="step", scheduler_per_batch=False, eval_mode=False, steps_lr=0.05):
+    def train(steps):
+        model = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.2), nn.ReLU(), nn.Linear(16, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=steps_lr)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
+        x = torch.randn(32, 4)
+        y = x.sum(1, keepdim=True)
+        model.eval() if eval_mode else model.train()
+        for _ in range(steps):
+            if zero_grad == "step":
+                opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            if zero_grad == "between":
+                opt.zero_grad()
+            opt.step()
+            if scheduler_per_batch:
+                sched.step()
+
+    return train
+
+
+def test_missing_zero_grad_is_named():
+    assert "missing zero_grad" in alarms(watched(loop(zero_grad="never"), 6))
+    assert not alarms(watched(loop(), 6))
+
+
+def test_zero_grad_between_backward_and_step_is_named():
+    assert "zero grad at step" in alarms(watched(loop(zero_grad="between"), 6))
+
+
+def test_a_scheduler_stepped_per_batch_collapses_the_learning_rate():
+    assert "lr collapse" in alarms(watched(loop(scheduler_per_batch=True), 40))
+
+
+def test_training_in_eval_mode_is_named():
+    assert "eval mode" in alarms(watched(loop(eval_mode=True), 4))
+
+
+def evaluate(train_mode: bool):
+    def run(steps):
+        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        if not train_mode:
+            model.eval()
+        with torch.no_grad():
+            for batch in x.split(8):
+                model(batch)  # evaluation
+
+    return run
+
+
+def test_evaluating_in_train_mode_is_named_and_eval_mode_is_quiet():
+    found = watched(evaluate(train_mode=True), 3)
+    assert "train mode in eval" in alarms(found) and found["train mode in eval"].where.line == line_of(
+        "evaluation"
+    )
+    assert not alarms(watched(evaluate(train_mode=False), 3))
+
+
+def test_the_first_op_that_makes_nan_is_named_with_its_line():
+    def train(steps, fixed=False):
+        model = nn.Linear(3, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        counts = torch.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 1.0]])
+        for _ in range(steps):
+            feats = torch.log1p(counts) if fixed else torch.log(counts)  # log zero
+            loss = model(feats).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    found = watched(train, 3)
+    assert "non-finite" in found and "log" in found["non-finite"].what
+    assert found["non-finite"].where.line == line_of("log zero")
+    assert not alarms(watched(lambda s: train(s, fixed=True), 3))
+
+
+def test_a_manual_update_that_never_lands_gives_a_flat_loss():
+    def train(steps, fixed=False):
+        model, x = mlp(), torch.randn(32, 4)
+        y = x.sum(1, keepdim=True)
+        for _ in range(steps):
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    if fixed:
+                        p -= 0.01 * p.grad
+                        p.grad = None
+                    else:
+                        p = p - 0.01 * p.grad
+
+    assert {"flat loss", "frozen"} & alarms(watched(train, 12))
+    assert not alarms(watched(lambda s: train(s, fixed=True), 12))
+
+
+def host_loop(*, syncs: bool = False, host_mask: bool = False, keep_graph: bool = False):
+    def train(steps):
+        model = nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 1))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        x, y = torch.randn(16, 6), torch.randn(16, 1)
+        history, total = [], torch.zeros(())
+        for _ in range(steps):
+            mask = torch.ones(6, 6).tril().sum(0) if host_mask else x.new_ones(6)  # mask
+            mask = mask.to(x.device)
+            loss = F.mse_loss(model(x * mask), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if syncs:
+                history.append((loss.item(), model(x).mean().item()))  # sync
+            else:
+                total += loss.detach()
+            if keep_graph:
+                history.append(loss)
+        return total.item()
+
+    return train
+
+
+def test_host_syncs_every_step_are_named_at_their_line():
+    found = watched(host_loop(syncs=True), 6)
+    assert "host sync" in alarms(found) and found["host sync"].where.line == line_of("sync")
+    assert not alarms(watched(host_loop(), 6))
+
+
+def test_a_mask_built_on_the_host_every_step_is_a_copy_per_step():
+    found = watched(host_loop(host_mask=True), 6)
+    assert "host copy" in alarms(found) and "torch.ones" in found["host copy"].what
+
+
+def test_keeping_the_loss_with_its_graph_is_memory_that_grows():
+    found = watched(host_loop(keep_graph=True), 8)
+    assert "memory growth" in alarms(found) and "held by a list" in found["memory growth"].what
+
+
+def test_an_op_that_always_falls_back_on_a_mac_is_named():
+    def train(steps, max_norm=1.0):
+        emb, head = nn.Embedding(20, 4, max_norm=max_norm), nn.Linear(4, 2)
+        opt = torch.optim.SGD([*emb.parameters(), *head.parameters()], lr=0.1)
+        model = nn.Sequential(emb, head)
+        tokens = torch.randint(0, 20, (8,))
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(model(tokens), tokens % 2).backward()
+            opt.step()
+
+    assert "fallback" in alarms(watched(train, 4))
+    assert not alarms(watched(lambda s: train(s, max_norm=None), 4))
+
+
+SCRIPT = textwrap.dedent("""\
+    import sys
+    import torch
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 2)
+    for _ in range(4):
+        loss = ((model(x) - x[:, 0]) ** 2).mean()
+        opt.zero_grad(); loss.backward(); opt.step()
+    print("args", sys.argv[1:])
+    if sys.argv[1:] == ["boom"]:
+        raise ValueError("boom")
+    sys.exit(3)
+""")
+
+
+def test_course_watch_passes_the_script_output_and_exit_code_through(tmp_path):
+    script, report = tmp_path / "train.py", tmp_path / "report.json"
+    script.write_text(SCRIPT, encoding="utf-8")
+    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--json", str(report), str(script)]
+    done = subprocess.run([*cmd, "--epochs", "2"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 3 and done.stdout == "args ['--epochs', '2']\n"
+    assert "BROADCAST" in done.stderr and "train.py:7" in done.stderr
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    assert doc["exit_code"] == 3 and doc["findings"][0]["kind"] == "broadcast"
+
+
+def test_the_report_comes_at_exit_when_the_script_raises(tmp_path, capsys):
+    from course_utils.toolkit.watch.watch_cli import run
+
+    script, page = tmp_path / "train.py", tmp_path / "report.html"
+    script.write_text(SCRIPT, encoding="utf-8")
+    assert run(str(script), ["boom"], html_path=str(page)) == 1
+    out = capsys.readouterr()
+    assert out.out == "args ['boom']\n" and "ValueError: boom" in out.err
+    assert "course watch: 4 steps" in out.err and "broadcast" in page.read_text(encoding="utf-8")
+
+
+def test_the_course_command_runs_watch(tmp_path, capsys):
+    from course_utils.cli import main
+
+    script = tmp_path / "ok.py"
+    script.write_text("print('hi')\n", encoding="utf-8")
+    assert main(["watch", str(script)]) == 0
+    out = capsys.readouterr()
+    assert out.out == "hi\n" and "nothing found" in out.err
