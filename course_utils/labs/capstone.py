@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.labs.capstone_checks import *  # noqa: F403 - re-exported: checkpoints, fixed
-from course_utils.labs.capstone_rules import Ledger, RuleWatch
+from course_utils.labs.capstone_rules import Ledger, RuleWatch, device_of, global_forward_hooks
 
 VOCAB, LENGTH, CLASSES = 64, 12, 4
 POOL, SIGNALS = 4, 2  # each tag owns POOL signal tokens; a sequence holds SIGNALS of its tag's
@@ -292,7 +292,7 @@ class LabRun:
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad(), one_thread(), self._quiet():
-            logits = self.model(ids.to(_device_of(self.model))).float().cpu()
+            logits = self.model(ids.to(device_of(self.model))).float().cpu()
             loss = F.cross_entropy(logits, labels).item()
             accuracy = (logits.argmax(dim=-1) == labels).float().mean().item()
             frozen = [name for name, p, start, grad in zip(self._names, self._params, self._start,
@@ -345,24 +345,3 @@ def haunted(lab: Lab) -> dict:
             optimizer.step()
             run.log(loss.item())
     return run.report()
-
-
-# --- helpers of the run (below the scripts, so that haunted's lines stay where lesson 08 prints them)
-
-
-@contextlib.contextmanager
-def global_forward_hooks(before, after):
-    """Call ``before(module, args)`` / ``after(module, args, output)`` around every module's forward."""
-    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-
-    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
-    try:
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-def _device_of(model: nn.Module) -> torch.device:
-    first = next(model.parameters(), None)
-    return first.device if first is not None else torch.device("cpu")

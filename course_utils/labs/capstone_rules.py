@@ -21,6 +21,7 @@ they add no sync, no device op and no fallback to what the run reports.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -159,3 +160,22 @@ class RuleWatch:
                 "batch_rows": [min(sizes), max(sizes)] if sizes else [0, 0],
                 "got_gradients": sum(had_grad),
                 "lost_writes": int(lost_writes)}
+
+
+@contextlib.contextmanager
+def global_forward_hooks(before, after):
+    """Call ``before(module, args)`` / ``after(module, args, output)`` around every module's forward."""
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """The device of the model's first parameter (cpu for a model with none)."""
+    first = next(model.parameters(), None)
+    return first.device if first is not None else torch.device("cpu")
