@@ -160,6 +160,10 @@ class Hub:
             raise RuntimeError(f"login of {name} failed: {done.status_code} {done.text[:300]}")
         return browser
 
+    def add_users(self, names: list[str]) -> None:
+        """Create learners without a login (the admin API)."""
+        self.api("POST", "/users", json={"usernames": names})
+
     def start_server(self, name: str) -> None:
         self.api("POST", f"/users/{name}/server")
 
@@ -234,24 +238,49 @@ class Kernel:
         response = self.http.post(f"{self.base}/kernels", json={"name": "python3"}, timeout=60)
         response.raise_for_status()
         self.id, self.session = response.json()["id"], uuid.uuid4().hex
-        ws_url = f"ws://127.0.0.1:{hub.port}/user/{name}/api/kernels/{self.id}/channels"
-        self.ws = websocket.create_connection(f"{ws_url}?session_id={self.session}", timeout=60,
-                                              header=[f"Authorization: token {token}"])
+        url = f"ws://127.0.0.1:{hub.port}/user/{name}/api/kernels/{self.id}/channels"
+        self.connect = lambda: websocket.create_connection(  # noqa: E731
+            f"{url}?session_id={self.session}", timeout=60, header=[f"Authorization: token {token}"])
+        self.ws = self.connect()
+        self.reconnects = 0
+
+    def receive(self, timeout: float) -> dict:
+        """The next message. A websocket the server dropped (a ping left unanswered on a starved
+        machine) is opened again with the same session: the server keeps the session's messages
+        while it is away and replays them."""
+        import websocket
+
+        while True:
+            try:
+                self.ws.settimeout(timeout)
+                return json.loads(self.ws.recv())  # a timeout here raises: the kernel is stuck
+            except websocket.WebSocketConnectionClosedException:
+                if self.reconnects >= 5:
+                    raise
+                self.reconnects += 1
+                self.ws = self.connect()
 
     def execute(self, code: str, deadline_s: float = 180.0) -> dict:
         """Run ``code``; returns {"status", "stdout", "stderr", "error"} once the kernel is idle."""
+        import websocket
+
         msg_id = uuid.uuid4().hex
-        self.ws.send(json.dumps({
+        request = json.dumps({
             "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": self.session,
                        "username": "test", "version": "5.3", "date": ""},
             "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
             "content": {"code": code, "silent": False, "store_history": False,
-                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}))
+                        "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}})
+        try:
+            self.ws.send(request)
+        except websocket.WebSocketConnectionClosedException:
+            self.ws = self.connect()
+            self.reconnects += 1
+            self.ws.send(request)
         result = {"status": None, "stdout": "", "stderr": "", "error": None}
         idle, end = False, time.monotonic() + deadline_s
         while result["status"] is None or not idle:
-            self.ws.settimeout(max(0.1, end - time.monotonic()))
-            msg = json.loads(self.ws.recv())  # a timeout here raises: the kernel is stuck
+            msg = self.receive(max(0.1, end - time.monotonic()))
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
