@@ -87,6 +87,7 @@ class SyncReport:
     points: list[SyncPoint] = field(default_factory=list)
     ops: int = 0
     result: Any = None
+    note: str = ""  # how device tensors were chosen, when not from the arguments
 
     def __len__(self) -> int:
         return len(self.points)
@@ -111,11 +112,12 @@ class SyncReport:
 
     def __str__(self) -> str:
         groups = self.groups()
+        note = f"\n{self.note}" if self.note else ""
         if not groups:
-            return f"no sync points ({self.ops} device ops launched)"
+            return f"no sync points ({self.ops} device ops launched){note}"
         head = (f"{len(self.points)} sync points at {len(groups)} places "
                 f"({self.ops} device ops launched)")
         rows = [f"{'count':>5}  {'kind':<20} {'where':<32} code"]
         for g in groups:
             rows.append(f"{g.count:>5}  {g.kind:<20} {str(g.where):<32} {g.where.code}")
-        return "\n".join([head, *rows])
+        return "\n".join([head, *rows]) + note

@@ -177,6 +177,7 @@ class SyncWatch:
         self._storages: dict[int, StorageWeakRef] = {}
         self._quiet = 0
         self._added = 0
+        self.adopt = False  # tensors the watched code creates count as device tensors
         self._modes: contextlib.ExitStack | None = None
 
     # which tensors are on the device
@@ -249,7 +250,12 @@ class SyncWatch:
         return self.host_copy(out) if kind == "to host" else out
 
     def on_dispatch(self, func, args: tuple, kwargs: dict) -> Any:
-        if self._quiet or not any(self.is_device(t) for t in tensors_in((args, kwargs))):
+        inputs = tensors_in((args, kwargs))
+        if self.adopt and not self._quiet and not inputs:  # a factory: what fn creates is the device's
+            out = func(*args, **kwargs)
+            self.mark(out)
+            return out
+        if self._quiet or not any(self.is_device(t) for t in inputs):
             return func(*args, **kwargs)
         kind = dispatch_kind(func, args, kwargs, self.is_device)
         if kind is None:

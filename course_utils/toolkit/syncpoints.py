@@ -44,11 +44,18 @@ def find_sync_points(fn: Callable, *args, **kwargs) -> SyncReport:
     """Run ``fn(*args, **kwargs)`` and list where the host would wait for the device (lesson 03).
 
     Tensor arguments, and the parameters and buffers of module arguments, count as device tensors
-    (on mps/cuda the real device decides). The report groups sync points by kind and line;
-    ``report.result`` is what ``fn`` returned.
+    (on mps/cuda the real device decides). When none is passed in (``find_sync_points(train)``), the
+    tensors ``fn`` creates count as device tensors instead, as if made with ``device=``, and
+    ``report.note`` says so. The report groups sync points by kind and line; ``report.result`` is
+    what ``fn`` returned.
     """
     watch = SyncWatch()
     watch.mark((args, kwargs))
+    passed = tensors_in((args, kwargs))
+    if not watch._storages and not any(t.device.type not in ("cpu", "meta") for t in passed):
+        watch.adopt = True
+        watch.report.note = ("no tensor or module was passed in: the tensors the function creates "
+                             "count as device tensors (as if made with device=)")
     with watch:
         result = fn(*args, **kwargs)
     watch.report.result = result
