@@ -11,7 +11,8 @@ naive timers really do measure only the launch.
 
 Device tensors are made with ``dev.put(tensor)`` (a copy, like ``.to(device)``) or
 ``dev.put(module)`` (in place, like ``module.to(device)``); anything computed from them stays on the
-device. Factory calls such as ``torch.zeros(3)`` make host tensors. Like a real device it refuses
+device. Factory calls such as ``torch.zeros(3)`` make host tensors; with ``device=x.device`` (a
+``torch.device``, as correct device code writes it) they make device tensors. Like a real device it refuses
 non-scalar host tensors in device ops and ``.numpy()`` on device tensors. Its tensors still report
 ``device == cpu``: ``.to(t.device)`` stays on the device, ``.cpu()`` and ``.to("cpu")`` copy to the
 host. It watches the thread that opened it (PyTorch's modes are per thread).
@@ -184,6 +185,13 @@ class AsyncDevice(SyncWatch):
         if name in ("numpy", "__array__") and not self._quiet and self.is_device(args[0]):
             raise TypeError("can't convert emulated device tensor to numpy. Use Tensor.cpu() to "
                             "copy the tensor to host memory first.")
+        if isinstance(kwargs.get("device"), torch.device) and not self._quiet and not any(
+                isinstance(a, torch.Tensor) for a in args):
+            # A factory told device=x.device (here that reads cpu): made where it was asked, on the device.
+            with self.quiet():
+                out = func(*args, **kwargs)
+            self.mark(out)
+            return out
         return super().on_function(func, args, kwargs)
 
     def run_device_op(self, func, args: tuple, kwargs: dict) -> Any:
