@@ -37,8 +37,8 @@ QUIZ = Quiz("04", [
     Question(
         "Without PYTORCH_ENABLE_MPS_FALLBACK, which op still runs (on the CPU) instead of raising?",
         ("aten::addmm", "aten::linalg_svd", "aten::relu", "aten::cumsum"),
-        1, "a few ops are registered to always fall back: embedding_renorm_, linalg_svd, col2im, "
-        "upsample_nearest3d.vec, in a recent MPSFallback.mm (R48 in references.md)."),
+        1, "a few ops are registered to always fall back: embedding_renorm_ and linalg_svd in 2.13's "
+        "MPSFallback.mm (R48 in references.md)."),
     Question(
         "Circulating advice suggests `return self.norm(x.cpu()).to(device)` for a 'safe' LayerNorm. "
         "After "

@@ -47,9 +47,9 @@ ERROR = ("The operator '{op}' is not currently implemented for the MPS device. I
          "variable `PYTORCH_ENABLE_MPS_FALLBACK=1` to use the CPU as a fallback for this op. "
          "WARNING: this will be slower than running natively on MPS.")
 LABEL = " [emulated]"
-# Registered to fall back even without the variable, in a recent MPSFallback.mm (R48 in references.md).
-ALWAYS_FALLBACK = ("aten::embedding_renorm_", "aten::linalg_svd", "aten::col2im",
-                   "aten::upsample_nearest3d.vec")
+# Registered to fall back even without the variable in 2.13's MPSFallback.mm (R48 in references.md);
+# col2im (pytorch#152282) and upsample_nearest3d (#156090) have MPS kernels in 2.13 now.
+ALWAYS_FALLBACK = ("aten::embedding_renorm_", "aten::linalg_svd")
 HOST, DEVICE = "host", "device"
 COPY_OP = "aten::_to_copy"  # the name a real trace shows for .cpu() / .to(device)
 _EMULATED_DEVICE = """\
@@ -139,6 +139,14 @@ def _caller_level() -> int:
     return level
 
 
+def _numpy_backed(t: torch.Tensor) -> bool:
+    """Host memory torch did not allocate (``torch.from_numpy``): no op makes it, its storage tells."""
+    try:
+        return t.device.type == "cpu" and not t.untyped_storage().resizable()
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 class _Dispatch(TorchDispatchMode):
     def __init__(self, emulation: Emulation):
         super().__init__()
@@ -188,7 +196,7 @@ class Emulation:
         """"host" or "device": where this tensor lives in the emulated world."""
         if not self.emulated_device:
             return HOST if t.device.type == "cpu" else DEVICE
-        return HOST if self._host.get(t, False) else DEVICE
+        return HOST if self._host.get(t, False) or _numpy_backed(t) else DEVICE
 
     def op_side(self, inputs: list[torch.Tensor]) -> str:
         """Where an op with these tensor inputs runs, before any fallback."""
