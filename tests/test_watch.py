@@ -368,3 +368,45 @@ def test_the_course_command_runs_watch(tmp_path, capsys):
     assert main(["watch", str(script)]) == 0
     out = capsys.readouterr()
     assert out.out == "hi\n" and "nothing found" in out.err
+
+
+# --- the tools' gaps found on real code (issue 20, item 3) ---------------------------------------------
+
+
+def test_find_sync_points_without_arguments_watches_what_the_function_creates():
+    from course_utils.toolkit.syncpoints import find_sync_points
+
+    def train():
+        model = nn.Linear(3, 1)
+        for _ in range(2):
+            print(model(torch.ones(2, 3)).sum().item())
+
+    report = find_sync_points(train)
+    assert report.count("item") == 2 and "no tensor or module was passed in" in str(report)
+
+
+def test_the_op_trace_counts_the_copy_of_a_tensor_made_by_from_numpy():
+    import numpy as np
+
+    from course_utils.toolkit.emulate.mps_fallback import emulate_fallback
+    from course_utils.toolkit.optrace import trace
+
+    def step(w):
+        return torch.from_numpy(np.ones((4, 3), dtype=np.float32)).to(w.device) @ w
+
+    with emulate_fallback(device="cpu"):
+        assert trace(step, torch.randn(3, 2)).copies == 1
+
+
+def test_the_emulated_device_takes_tensors_made_with_device_equals():
+    from course_utils.toolkit.emulate.async_queue import AsyncDevice
+
+    with AsyncDevice() as dev:
+        x = dev.put(torch.ones(2, 3))
+        assert (x + torch.arange(3, device=x.device)).tolist() == [[1.0, 2.0, 3.0]] * 2
+
+
+def test_the_always_fallback_list_is_the_one_of_torch_2_13():
+    from course_utils.toolkit.emulate.mps_fallback import ALWAYS_FALLBACK
+
+    assert ALWAYS_FALLBACK == ("aten::embedding_renorm_", "aten::linalg_svd")  # col2im, upsample: native

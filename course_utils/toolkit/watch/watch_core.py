@@ -15,9 +15,7 @@ the step after a non-finite value or a gradient spike. ``deep_every=1`` watches 
 from __future__ import annotations
 
 import functools
-import sys
 import time
-import traceback
 import weakref
 
 import torch
@@ -40,7 +38,7 @@ def _guarded(method):
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        if not self.live:
+        if not self.live or self.paused:
             return None
         self.ops.paused += 1  # the watcher's own tensor work is not the script's
         try:
@@ -72,7 +70,7 @@ class Watcher(Verdicts, Schedule):
         deep_every: int | None = None,
         check_every: int = 8,
         warmup: int = 10,
-        budget: float = 0.05,
+        budget: float = 0.03,
     ):
         self.log = FindingLog(stream, verbose)
         self.check_every, self.warmup, self.budget = max(1, check_every), warmup, budget
@@ -93,6 +91,7 @@ class Watcher(Verdicts, Schedule):
         self._discovery: list = []
         self._backward = None
         self._in_backward = False
+        self.paused = False
         self._boundary_due = False
         self.last_loss: torch.Tensor | None = None
         self.deep_steps = 0
@@ -122,7 +121,7 @@ class Watcher(Verdicts, Schedule):
         watcher = self
 
         def backward(tensors, *args, **kwargs):
-            if watcher._in_backward:  # re-entered through a torch function mode
+            if watcher._in_backward or watcher.paused:  # re-entered through a torch function mode
                 return watcher._backward(tensors, *args, **kwargs)
             watcher._in_backward = True
             try:
@@ -130,7 +129,8 @@ class Watcher(Verdicts, Schedule):
                 out = watcher._backward(tensors, *args, **kwargs)
             finally:
                 watcher._in_backward = False
-            watcher._after_backward()
+            if not watcher.optimizers:  # a hand-written update: its step starts after backward
+                watcher._after_backward()
             return out
 
         backward.__wrapped__ = self._backward
@@ -175,19 +175,13 @@ class Watcher(Verdicts, Schedule):
 
             print(console(self), file=self.log.stream or __import__("sys").stderr)
 
-    def fail(self, err: BaseException, where: str) -> None:
-        """Stop watching after an error of the watcher itself; the script goes on."""
-        if not self.live:
-            return
-        self.live = False
-        self.ops.broken = True
-        print(
-            f"course watch: internal error in {where} ({type(err).__name__}: {err}); watching "
-            "stops here, your script goes on",
-            file=sys.stderr,
-        )
-        if self.log.verbose:
-            traceback.print_exception(err, file=sys.stderr)
+    def pause(self) -> None:
+        """Stop looking until ``resume()`` (the hooks stay; they return at once)."""
+        self._close_window()
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
 
     @property
     def where_step(self):
@@ -220,7 +214,7 @@ class Watcher(Verdicts, Schedule):
         if self.ops.open:
             self.ops.nan.end_phase("forward", [loss])
         if loss is not None and loss.numel() == 1:
-            self.last_loss = loss.detach()
+            self.last_loss = loss  # detached only when a check reads it
             if self.loss_site is UNKNOWN or self.ops.open:
                 self.loss_site = user_site(3)
         self.backwards += 1

@@ -192,7 +192,8 @@ class ModelTracker:
 
     # --- modes --------------------------------------------------------------------------------------
     def on_root_forward(self, root: nn.Module) -> None:
-        self.watcher.before_root_forward()
+        if self.watcher._boundary_due:
+            self.watcher.before_root_forward()
         sensitive = self._sensitive.get(id(root))
         if not sensitive:
             return

@@ -7,12 +7,28 @@ cut), ops that fall back on a Mac, and non-contiguous tensors where in-place upd
 from __future__ import annotations
 
 import math
+import sys
+import traceback
 
 from course_utils.toolkit.watch.watch_findings import Finding
 
 
 class Verdicts:
     """Mixed into ``Watcher``: uses its ``log``, ``models``, ``ops``, ``step`` and sites."""
+
+    def fail(self, err: BaseException, where: str) -> None:
+        """Stop watching after an error of the watcher itself; the script goes on."""
+        if not self.live:
+            return
+        self.live = False
+        self.ops.broken = True
+        print(
+            f"course watch: internal error in {where} ({type(err).__name__}: {err}); watching "
+            "stops here, your script goes on",
+            file=sys.stderr,
+        )
+        if self.log.verbose:
+            traceback.print_exception(err, file=sys.stderr)
 
     def on_values(self, loss, gnorm: dict, norms: list, ow) -> None:
         """The numbers one check read: arm a deep window when something went non-finite or spiked."""
