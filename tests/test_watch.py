@@ -281,7 +281,7 @@ def host_loop(*, syncs: bool = False, host_mask: bool = False, keep_graph: bool 
             loss.backward()
             opt.step()
             if syncs:
-                history.append((loss.item(), model(x).mean().item()))  # sync
+                history.append((loss.item(), model(x).mean().item(), model(x).std().item()))  # sync
             else:
                 total += loss.detach()
             if keep_graph:

@@ -2,9 +2,9 @@
 copy or the same fallback in two or more sampled steps is *per step*; tensors a sampled step made
 that are still alive two windows (and at least two steps) later are memory that grows.
 
-A single scalar read per step (``loss.item()`` for logging) is reported as a note: it is the usual
-cost of logging. Two or more reads per step, or reading whole tensors (``.cpu()``, ``.numpy()``,
-``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
+One or two scalar reads per step (``loss.item()``, an accuracy, for logging) are reported as a note:
+the usual cost of logging. Three or more reads per step, or reading whole tensors (``.cpu()``,
+``.numpy()``, ``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
 graph of every step stays alive) or reach 1 MiB per step.
 """
 
@@ -82,13 +82,13 @@ class DeepJudge:
             if len(entry["windows"]) < 2 or 2 * len(entry["windows"]) < self.closed:
                 continue
             kinds = ", ".join(sorted(entry["kinds"]))
-            many = per_step >= 2 or not entry["scalar"]
+            many = per_step >= 3 or not entry["scalar"]
             self.watcher.log.add(
                 Finding(
                     "host sync" if many else "note",
                     f"{kinds}: the host waits for the device here in {len(entry['windows'])} of "
                     f"{self.closed} sampled steps ({per_step} waits per step in all)"
-                    + ("" if many else "; one scalar read per step is the usual cost of logging"),
+                    + ("" if many else "; a scalar read or two per step is the usual cost of logging"),
                     site,
                     step,
                     subject=f"sync {site}",

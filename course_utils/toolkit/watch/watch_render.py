@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from html import escape
 
 ORDER = {"bug": 0, "perf": 1, "info": 2}
@@ -14,7 +15,7 @@ def _summary(watcher) -> str:
     return (
         f"course watch: {watcher.step} steps, {watcher.backwards} backward passes, "
         f"{watcher.deep_steps} watched op by op; {len(alarms)} problem{'s' * (len(alarms) != 1)}"
-        + (f", {notes} notes" if notes else "")
+        + (f", {notes} note{'s' * (notes != 1)}" if notes else "")
     )
 
 
@@ -23,26 +24,23 @@ def _sorted(findings):
 
 
 def console(watcher, width: int = 100) -> str:
-    """The report at exit: one row per finding, worst first, then each finding's fix."""
+    """The report at exit: one row per finding, worst first (severity, kind, where, step), then what
+    happened and the fix, wrapped under it."""
     findings = _sorted(watcher.findings)
     head = _summary(watcher)
     if not findings:
         return head + " (nothing found)"
-    rows = [("severity", "kind", "where", "step", "what")]
-    rows += [
-        (f.severity, f.kind, str(f.where) if f.where.line else "-", str(f.step), f.what) for f in findings
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [head]
-    for r in rows:
-        left = "  ".join(c.ljust(w) for c, w in zip(r[:4], widths, strict=True))
-        room = max(20, width - len(left) - 2)
-        what = r[4] if len(r[4]) <= room else r[4][: room - 1] + "…"
-        lines.append(f"{left}  {what}")
-    lines.append("")
-    for i, f in enumerate(findings, 1):
+    rows = [(f.severity, f.kind, str(f.where) if f.where.line else "-", str(f.step)) for f in findings]
+    widths = [max(len(r[i]) for r in [("severity", "kind", "where", "step"), *rows]) for i in range(4)]
+    lines = [head, "  ".join(c.ljust(w) for c, w in zip(("severity", "kind", "where", "step"), widths,
+                                                         strict=True)).rstrip()]
+    for f, row in zip(findings, rows, strict=True):
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if f.where.code:
+            lines.append(f"    | {f.where.code}")
+        lines += textwrap.wrap(f.what, width, initial_indent="    ", subsequent_indent="    ")
         if f.fix:
-            lines.append(f"{i}. {f.kind} at {f.where}: {f.fix}")
+            lines += textwrap.wrap(f"fix: {f.fix}", width, initial_indent="    ", subsequent_indent=" " * 9)
     return "\n".join(lines)
 
 
