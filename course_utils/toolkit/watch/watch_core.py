@@ -31,6 +31,7 @@ from course_utils.toolkit.watch.watch_schedule import Schedule
 from course_utils.toolkit.watch.watch_verdicts import Verdicts
 
 _ACTIVE: list[Watcher] = []
+MANUAL_AFTER = 16  # backward passes with no optimizer step before updates count as hand-written
 
 
 def _guarded(method):
@@ -229,7 +230,7 @@ class Watcher(Verdicts, Schedule):
     def _after_backward(self) -> None:
         if self.optimizers or not self.models.roots:
             return
-        if self._manual is None and self.backwards >= 2:
+        if self._manual is None and self.backwards >= MANUAL_AFTER:
             params = [p for r in self.models.live_roots() for p in r.parameters() if p.requires_grad]
             if params:
                 self._manual_opt = _Manual(params)

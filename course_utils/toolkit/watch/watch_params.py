@@ -42,7 +42,7 @@ class OptimizerWatch(Trends):
         self._grads: list[torch.Tensor] = []
         self._probe_handles: list = []
         self._probe_fired = False
-        self._after_step: dict[int, tuple] = {}  # probe id -> (grad object id, version) after step
+        self._after_step: dict[int, tuple] = {}  # probe id -> (grad id, version after step, backwards)
         self.accumulated = 0
         self._add_probes(optimizer)
 
@@ -55,25 +55,33 @@ class OptimizerWatch(Trends):
 
     def on_probe(self, p: torch.Tensor) -> None:
         self._probe_fired = True
-        after = self._after_step.pop(id(p), None)
-        if (
-            after is not None
-            and p.grad is not None
-            and id(p.grad) == after[0]
-            and p.grad._version == after[1]
-        ):
-            self.accumulated += 1  # backward is about to add to the gradient the last step used
-            if self.accumulated >= 2:
-                self.watcher.log.add(
-                    Finding(
-                        "missing zero_grad",
-                        f"backward() adds to the gradient {self.name}.step() already "
-                        f"used ({self.accumulated} steps so far): gradients are never cleared between steps",
-                        self.watcher.where_step,
-                        self.watcher.step,
-                        subject=self.name,
-                    )
+        after = self._after_step.get(id(p))
+        if after is not None and p.grad is not None and id(p.grad) == after[0]:
+            self._after_step[id(p)] = (after[0], after[1], after[2] + 1)  # adds to last step's gradient
+
+    def _stale_gradients(self) -> None:
+        """At a step: is a probe's gradient still the one the last step used, with backward's additions
+        and nothing else (no zero_grad)? Then this step sees old batches' gradients too. (Between the
+        steps it may be added to on purpose: a GAN's generator loss passes through the discriminator.)"""
+        for probe in self._probes:
+            after = self._after_step.pop(id(probe), None)
+            grad = probe.grad
+            if after is None or grad is None or id(grad) != after[0] or not after[2]:
+                continue
+            if grad._version == after[1] + after[2]:
+                self.accumulated += 1
+                break
+        if self.accumulated >= 2:
+            self.watcher.log.add(
+                Finding(
+                    "missing zero_grad",
+                    f"{self.name} stepped with gradients that still held the previous steps' "
+                    f"({self.accumulated} steps so far): they are never cleared between steps",
+                    self.watcher.where_step,
+                    self.watcher.step,
+                    subject=self.name,
                 )
+            )
 
     def close(self) -> None:
         for handle in self._probe_handles:
@@ -82,6 +90,8 @@ class OptimizerWatch(Trends):
 
     # --- every step -------------------------------------------------------------------------------
     def before_step(self, optimizer, check: bool) -> None:
+        if self._after_step:
+            self._stale_gradients()
         lr = float(optimizer.param_groups[0].get("lr", 0.0))
         if lr > self.max_lr:
             self.max_lr, self.collapse_step = lr, 0
@@ -113,7 +123,7 @@ class OptimizerWatch(Trends):
         self.steps += 1
         for probe in self._probes:
             if probe.grad is not None:
-                self._after_step[id(probe)] = (id(probe.grad), probe.grad._version)
+                self._after_step[id(probe)] = (id(probe.grad), probe.grad._version, 0)
         self._probe_fired = False
         if check and self._snap is not None:
             with torch.no_grad():
