@@ -7,8 +7,8 @@ hooks (the step boundaries), ``torch.autograd.backward`` wrapped (which tensor i
 has no global pre-backward hook), and, in deep windows only, a TorchFunctionMode and a
 TorchDispatchMode (``watch_ops``).
 
-Schedule: cheap checks (``watch_params``) on steps 1..10 and every 8th step after; deep windows on
-steps 1..3, then spaced so their measured extra time stays near ``budget`` (3%) of the run, and on
+Schedule: cheap checks (``watch_params``) on steps 1..10 and every 16th step after; deep windows on
+steps 1..3, then spaced so their measured extra time stays near ``budget`` (2%) of the run, and on
 the step after a non-finite value or a gradient spike. ``deep_every=1`` watches every step deeply.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import time
 import weakref
+from collections import deque
 
 import torch
 from torch.nn.modules import module as module_hooks
@@ -41,6 +42,12 @@ def _guarded(method):
     def wrapper(self, *args, **kwargs):
         if not self.live or self.paused:
             return None
+        if not self.ops.modes:  # no deep window: nothing to keep the watcher's own work out of
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - reported, and the script goes on unwatched
+                self.fail(err, method.__name__)
+                return None
         self.ops.paused += 1  # the watcher's own tensor work is not the script's
         try:
             return method(self, *args, **kwargs)
@@ -69,9 +76,9 @@ class Watcher(Verdicts, Schedule):
         verbose: bool = True,
         stream=None,
         deep_every: int | None = None,
-        check_every: int = 8,
+        check_every: int = 16,
         warmup: int = 10,
-        budget: float = 0.03,
+        budget: float = 0.02,
     ):
         self.log = FindingLog(stream, verbose)
         self.check_every, self.warmup, self.budget = max(1, check_every), warmup, budget
@@ -100,7 +107,7 @@ class Watcher(Verdicts, Schedule):
         self._armed = False
         self._pending_nan: tuple | None = None
         self._window_start = 0.0
-        self._plain: list[float] = []
+        self._plain: deque = deque(maxlen=50)  # seconds of recent plain steps
         self._extra: list[float] = []
         self._last_post = 0.0
         self._last_gnorm = 0.0
@@ -212,7 +219,7 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_backward(self, tensors) -> None:
         loss = tensors if isinstance(tensors, torch.Tensor) else None
-        if self.ops.open:
+        if self.ops.modes:
             self.ops.nan.end_phase("forward", [loss])
         if loss is not None and loss.numel() == 1:
             self.last_loss = loss  # detached only when a check reads it
@@ -262,7 +269,8 @@ class Watcher(Verdicts, Schedule):
                 self._manual.close()
                 self._manual = None
         check = self._is_check(ow)
-        self.models.check_modes(optimizer, self.step + 1)
+        if check:
+            self.models.check_modes(optimizer, self.step + 1)
         ow.before_step(optimizer, check)
         if check and (ow.steps == 0 or ow.steps % 800 == 0):
             self._check_layout(optimizer)

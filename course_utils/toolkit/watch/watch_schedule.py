@@ -40,7 +40,6 @@ class Schedule:
                 self._extra.append(now - self._window_start)
         elif self._last_post:
             self._plain.append(now - self._last_post)
-            self._plain = self._plain[-50:]
         self._last_post = time.perf_counter()
         if self.deep.allocs:
             self.deep.judge(self.step)

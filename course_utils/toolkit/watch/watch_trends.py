@@ -144,7 +144,7 @@ class Trends:
     def _check_growth(self, grad_norms: list[float], window: int = 6) -> None:
         """Gradient norms that rise check after check (after the warm-up) by 10x in all: accumulation
         or divergence (healthy training can double its gradient norm early on, not tenfold steadily)."""
-        if not grad_norms or self.steps <= self.watcher.warmup:  # checks 8 steps apart: a long rise
+        if not grad_norms or self.steps <= self.watcher.warmup:  # checks 16 steps apart: a long rise
             return
         self.norms.append(math.sqrt(sum(v * v for v in grad_norms)))
         last = self.norms[-window:]
