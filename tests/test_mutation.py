@@ -126,3 +126,19 @@ def test_every_exercise_has_automatic_mutants():
     for exercise_id in bank.ids():
         ex = bank.get(exercise_id)
         assert mutation.mutants_of(ex.mutation_target or ex.reference), exercise_id
+
+
+def test_a_slow_check_stretches_the_time_limit_so_load_never_kills_a_mutant(monkeypatch):
+    """The limit follows what checking the reference takes now (a loaded machine slows both)."""
+    monkeypatch.setattr(mutation, "TIME_PER_MUTANT_S", 0.01)
+
+    def slow_identity(x):
+        import time
+        time.sleep(0.05)
+        return x
+
+    ex = Exercise("99.id", "identity", slow_identity, fixed=lambda: [Case("one", (1,))])
+    limit = mutation.time_limit_for(ex, seeds=(0,))
+    assert limit >= mutation.REFERENCE_RUNS_PER_MUTANT * 0.05
+    assert not mutation.is_killed(ex, slow_identity, seeds=(0,), limit_s=limit)
+    assert mutation.is_killed(ex, slow_identity, seeds=(0,), limit_s=0.01)

@@ -20,6 +20,7 @@ import inspect
 import signal
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,7 +29,8 @@ from course_utils.core.exercise import Exercise
 from course_utils.course.mutation_ops import GRADIENT_PROSE, GRADIENT_WORDS, sites
 
 SEEDS = (0, 1)  # a mutant is killed when check() rejects it with either seed
-TIME_PER_MUTANT_S = 10.0
+TIME_PER_MUTANT_S = 10.0  # the least time a mutant gets before it counts as an endless run
+REFERENCE_RUNS_PER_MUTANT = 20  # ... or this many times what checking the reference took
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ def mutants_of(reference: Callable) -> list[Mutant]:
 
 
 class MutantTimeout(Exception):
-    """A mutant ran longer than ``TIME_PER_MUTANT_S`` (an endless loop): it counts as killed."""
+    """A mutant ran past its time limit (an endless loop): it counts as killed."""
 
 
 @contextmanager
@@ -129,13 +131,27 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def is_killed(exercise: Exercise, fn: Callable, seeds: tuple[int, ...] = SEEDS) -> bool:
-    """Whether ``check()`` rejects ``fn`` (any failure, error, or an endless run)."""
+def time_limit_for(exercise: Exercise, seeds: tuple[int, ...] = SEEDS) -> float:
+    """Seconds a mutant of ``exercise`` may run: ``REFERENCE_RUNS_PER_MUTANT`` times what checking
+    the reference takes here and now (so a busy machine stretches the limit with the work), and
+    never less than ``TIME_PER_MUTANT_S``."""
+    from course_utils.course.checking import find_failure
+
+    start = time.perf_counter()
+    for seed in seeds:
+        find_failure(exercise, exercise.reference, seed)
+    return max(TIME_PER_MUTANT_S, REFERENCE_RUNS_PER_MUTANT * (time.perf_counter() - start))
+
+
+def is_killed(exercise: Exercise, fn: Callable, seeds: tuple[int, ...] = SEEDS,
+              limit_s: float | None = None) -> bool:
+    """Whether ``check()`` rejects ``fn`` (any failure, error, or a run past ``limit_s``, by default
+    ``TIME_PER_MUTANT_S``)."""
     from course_utils.course.checking import find_failure
 
     for seed in seeds:
         try:
-            with _time_limit(TIME_PER_MUTANT_S):
+            with _time_limit(TIME_PER_MUTANT_S if limit_s is None else limit_s):
                 if find_failure(exercise, fn, seed) is not None:
                     return True
         except MutantTimeout:
@@ -167,7 +183,9 @@ def score(exercise: Exercise, sample: int | None = None, seeds: tuple[int, ...] 
     """Run the exercise's hand mutants and its automatic mutants (all, or an even ``sample`` of
     them) through ``check()``."""
     result = Score(exercise.id, hand=len(exercise.mutants))
-    result.hand_killed = sum(is_killed(exercise, fn, seeds) for fn in exercise.mutants.values())
+    limit = time_limit_for(exercise, seeds)
+    result.hand_killed = sum(is_killed(exercise, fn, seeds, limit)
+                             for fn in exercise.mutants.values())
     generated = mutants_of(exercise.mutation_target or exercise.reference)
     keys = {m.key for m in generated}
     result.stale = [k for k in exercise.equivalent if k not in keys]
@@ -176,7 +194,7 @@ def score(exercise: Exercise, sample: int | None = None, seeds: tuple[int, ...] 
         generated = [generated[int(i * step)] for i in range(sample)]
     result.generated = len(generated)
     for mutant in generated:
-        if is_killed(exercise, mutant.fn, seeds):
+        if is_killed(exercise, mutant.fn, seeds, limit):
             result.killed += 1
             if mutant.key in exercise.equivalent:
                 result.stale.append(mutant.key)
