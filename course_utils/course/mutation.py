@@ -180,8 +180,8 @@ class Score:
 
 
 def score(exercise: Exercise, sample: int | None = None, seeds: tuple[int, ...] = SEEDS) -> Score:
-    """Run the exercise's hand mutants and its automatic mutants (all, or an even ``sample`` of
-    them) through ``check()``."""
+    """Run the exercise's hand mutants and its automatic mutants (all, or ``sample`` of them: every
+    declared equivalent and an even spread of the rest) through ``check()``."""
     result = Score(exercise.id, hand=len(exercise.mutants))
     limit = time_limit_for(exercise, seeds)
     result.hand_killed = sum(is_killed(exercise, fn, seeds, limit)
@@ -189,9 +189,11 @@ def score(exercise: Exercise, sample: int | None = None, seeds: tuple[int, ...] 
     generated = mutants_of(exercise.mutation_target or exercise.reference)
     keys = {m.key for m in generated}
     result.stale = [k for k in exercise.equivalent if k not in keys]
-    if sample is not None and len(generated) > sample:
-        step = len(generated) / sample
-        generated = [generated[int(i * step)] for i in range(sample)]
+    if sample is not None and len(generated) > sample:  # the declared equivalents always run
+        declared = [m for m in generated if m.key in exercise.equivalent]
+        others = [m for m in generated if m.key not in exercise.equivalent]
+        step = len(others) / max(1, sample - len(declared))
+        generated = declared + [others[int(i * step)] for i in range(sample - len(declared))]
     result.generated = len(generated)
     for mutant in generated:
         if is_killed(exercise, mutant.fn, seeds, limit):
