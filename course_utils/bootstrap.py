@@ -133,7 +133,7 @@ TEST_STAGES = (
     ("unit tests, browser tests, lessons and solutions (strict nbval)",
      ("pytest", "tests", "notebooks", "solutions", "--nbval", "--nbval-current-env",
       "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "--nbval-cell-timeout", "180",
-      "-n", "2", "--dist", "loadfile", "-rs")),
+      "-n", "2", "--dist", "loadfile", "-rs", "--durations", "15")),
     ("exercise notebooks, unsolved (nbval-lax)",
      ("pytest", "exercises", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "180",
       "-n", "2", "--dist", "loadfile")),
