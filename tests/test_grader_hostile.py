@@ -244,6 +244,11 @@ def a_row_is_graded(csv_path: Path) -> bool:
     return any(r["note"] != PENDING for r in rows) and len(rows) == 2
 
 
+def started_as_a_background_job() -> None:
+    """A shell script's background job starts with SIGINT ignored; Ctrl-C must still stop a run."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
@@ -257,7 +262,8 @@ def test_does_an_interrupted_or_killed_grader_leave_a_marked_gradebook_and_nothi
     grader = subprocess.Popen(
         [sys.executable, "-m", "course_utils.cli", "grade", str(cls), "--out", str(out / "gradebook.csv"),
          "--json", str(out / "details.json"), "--timeout", "40", "--seed", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(work)})
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(work)},
+        preexec_fn=started_as_a_background_job)
     try:
         assert wait_until(lambda: a_row_is_graded(out / "gradebook.csv"), within=120)
         assert wait_until(lambda: processes_mentioning(str(work)), within=30)  # 01_b_loops is running

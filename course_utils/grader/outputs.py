@@ -123,6 +123,9 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
     files = GradebookFiles(out, json_path, lms=LmsFile(lms_path, paths) if lms_path else None)
     files.set_aside()
     previous = signal.signal(signal.SIGTERM, _stop)
+    # Ctrl-C stops the run even when this process was started with SIGINT ignored (a background
+    # job of a script: POSIX shells start those so, and Python then leaves it ignored)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         graded = grade(paths, options, progress=lambda table: files.progress(table, options))
     except KeyboardInterrupt:
@@ -133,6 +136,7 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
     if not graded.rows:
         raise CourseError(f"no notebooks (*.ipynb) found in {' '.join(map(str, paths))}")
     print(files.final(graded, options))
