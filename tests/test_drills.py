@@ -55,6 +55,23 @@ def test_every_drill_is_declared_completely(drill):
         assert bank.get(drill.exercise).lesson == "07"
 
 
+@pytest.mark.parametrize("drill", ALL, ids=lambda d: d.id)
+def test_the_buggy_code_carries_no_comment_that_could_name_the_bug(drill):
+    import io
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(drill.buggy_code).readline)
+    assert [t.string for t in tokens if t.type == tokenize.COMMENT] == []
+
+
+def test_comments_are_cut_but_code_and_hashes_in_strings_stay():
+    from course_utils.drills.core import without_comments
+
+    source = ("import torch\n\n# the file is sorted\nx = '#not a comment'  # shuffle defaults to False\n"
+              "    # indented note\ny = x  # (instrumentation)\n")
+    assert without_comments(source) == "import torch\n\nx = '#not a comment'\ny = x\n"
+
+
 def test_every_lesson_07_exercise_is_linked_from_a_drill():
     linked = {d.exercise for d in ALL if d.exercise}
     assert {ex.id for ex in bank.for_lesson("07")} <= linked

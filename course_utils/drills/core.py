@@ -10,9 +10,11 @@ buggy run shows the bug and the fixed run does not (tests/test_drills.py proves 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 import textwrap
+import tokenize
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -147,6 +149,11 @@ class Drill:
     runner: Runner = field(default=run_code, repr=False, compare=False)
     emulated: str = ""  # what a CPU run stands in for, when anything ("" = nothing emulated)
 
+    def __post_init__(self) -> None:
+        # A comment in the code a learner must read could name the bug: the buggy version shows
+        # none (and runs as shown, so line numbers agree); the fixed version may explain the fix.
+        object.__setattr__(self, "buggy_code", without_comments(self.buggy_code))
+
     def symptom(self) -> Symptom:
         """Run the buggy code and measure what it did."""
         return self.measure(self.runner(self.buggy_code, self.id))
@@ -170,6 +177,23 @@ class Drill:
         if self.emulated:
             lines.append(_labelled("emulated:", self.emulated))
         return "\n".join(lines)
+
+
+def without_comments(source: str) -> str:
+    """``source`` with every comment removed: a line that held only a comment goes, a comment after
+    code is cut with the spaces before it; ``#`` inside strings stays."""
+    lines = source.splitlines(keepends=True)
+    cuts = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            cuts[tok.start[0] - 1] = tok.start[1]
+    out = []
+    for number, line in enumerate(lines):
+        if number not in cuts:
+            out.append(line)
+        elif line[:cuts[number]].strip():
+            out.append(line[:cuts[number]].rstrip() + "\n")
+    return "".join(out)
 
 
 def _labelled(label: str, text: str) -> str:

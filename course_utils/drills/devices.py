@@ -36,7 +36,8 @@ MISMATCH = Drill(
     measure=_mismatch_measure,
     question=shuffled_question(
         "devices.device_mismatch",
-        "The model was moved to the GPU; the forward pass raises an error about devices. Why?",
+        "The model was moved to the accelerator (the \"meta\" device stands in for it here: on a Mac, "
+        "read \"mps\"); the forward pass raises an error about devices. Why?",
         "x stayed on the CPU; the model is on the GPU",
         ("The batch of 32 is too large for the GPU's memory",
          "Unified memory should share tensors, so this is a driver bug",
