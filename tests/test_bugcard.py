@@ -7,6 +7,7 @@ from course_utils import drills
 from course_utils.core import progress
 from course_utils.course import bugcard
 from course_utils.course.bugcard import LETTERS, BugCard, card
+from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 DRILL = drills.get("losses.double_softmax")
 
@@ -33,10 +34,31 @@ def test_repr_is_the_plain_text_card():
     assert repr(card(DRILL.id)) == card(DRILL.id).text()
 
 
-def test_an_answer_without_a_hypothesis_is_refused_and_not_recorded():
-    with pytest.raises(ValueError, match="hypothesis first"):
-        card(DRILL.id).answer(right_letter(), "   ")
+@pytest.mark.parametrize("junk", ["   ", "x", "the bug", "asdf asdf asdf", "I think it is wrong",
+                                  "\n\t \n", "lorem ipsum dolor sit amet " * 40, "line 999 is wrong here"])
+def test_an_answer_without_a_real_hypothesis_is_refused_and_not_recorded(junk):
+    with pytest.raises(ValueError, match="hypothesis first|name what you suspect"):
+        card(DRILL.id).answer(right_letter(), junk)
     assert drills.answers() == {}
+
+
+@pytest.mark.parametrize("hypothesis", ["line 11 feeds probabilities to the loss",
+                                        "cross_entropy gets softmax output", "the loss plateaus early"])
+def test_a_hypothesis_naming_a_line_a_name_in_the_code_or_a_symptom_opens_the_choices(hypothesis):
+    assert hypothesis_problem(DRILL.buggy_code, hypothesis) is None
+
+
+def test_the_title_and_id_appear_only_after_the_answer():
+    c = card(DRILL.id)
+    assert DRILL.title not in c.text() and DRILL.id not in c.text()
+    c.answer(right_letter(), "softmax is applied before the loss")
+    assert DRILL.title in c.text() and DRILL.id in c.text()
+
+
+def test_a_card_by_number_does_not_name_the_bug_in_the_cell():
+    assert card(1).drill == drills.all_drills()[0]
+    with pytest.raises(ValueError, match="card number"):
+        card(len(drills.all_drills()) + 1)
 
 
 def test_a_right_answer_by_letter_is_graded_and_recorded_under_the_drills_key():
@@ -49,7 +71,7 @@ def test_a_right_answer_by_letter_is_graded_and_recorded_under_the_drills_key():
 
 
 def test_a_wrong_answer_by_index_names_the_right_choice():
-    feedback = card(DRILL.id).answer(wrong_index(), "the learning rate")
+    feedback = card(DRILL.id).answer(wrong_index(), "the learning rate is too high for this loss")
     assert feedback.startswith("✘ Not quite") and f"the answer is {right_letter()})" in feedback
     assert drills.answers()[DRILL.id]["last"] == "wrong"
 
@@ -57,7 +79,7 @@ def test_a_wrong_answer_by_index_names_the_right_choice():
 @pytest.mark.parametrize("choice", ["Z", 7, -1, True, "AB"])
 def test_a_choice_that_is_not_on_the_card_is_an_error(choice):
     with pytest.raises(ValueError, match="choice must be"):
-        card(DRILL.id).answer(choice, "a hypothesis")
+        card(DRILL.id).answer(choice, "the loss plateaus above zero")
 
 
 def test_reveal_shows_the_fixed_code_the_explanation_its_source_and_the_exercise():
@@ -89,7 +111,7 @@ def test_the_widget_submits_records_then_reveals_the_fix():
     c = card(DRILL.id)
     c.widget()
     ui = c.controls
-    ui.hypothesis.value = "softmax twice"
+    ui.hypothesis.value = "softmax applied twice"
     ui.choices.index = DRILL.question.answer
     ui.submit.click()
     assert "Right" in ui.feedback.value and not ui.reveal.disabled

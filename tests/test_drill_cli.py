@@ -21,7 +21,7 @@ def answers_for(seed: int, count: int, right: list[bool], category=None) -> str:
     for drill, ok in zip(pick(seed, category, count), right, strict=True):
         n = len(drill.question.choices)
         index = drill.question.answer if ok else (drill.question.answer + 1) % n
-        lines += [f"my hypothesis about {drill.category}", LETTERS[index]]
+        lines += [f"the loss and the gradients in {drill.category}", LETTERS[index]]
     return "\n".join(lines) + "\n"
 
 
@@ -76,27 +76,29 @@ def test_an_unknown_category_lists_the_categories():
 
 def test_a_question_mark_runs_the_buggy_code_and_shows_its_measured_symptom():
     drill = pick(0, "losses", 1)[0]
-    out = play(f"hypothesis\n?\n{LETTERS[drill.question.answer]}\n", seed=0, count=1,
+    out = play(f"the loss looks wrong\n?\n{LETTERS[drill.question.answer]}\n", seed=0, count=1,
                category="losses")
     assert f"symptom (measured): {drill.symptom()}" in out
 
 
-def test_empty_hypotheses_and_bad_letters_are_asked_again():
+def test_empty_or_empty_worded_hypotheses_and_bad_letters_are_asked_again():
     drill = pick(5, None, 1)[0]
-    out = play(f"\n\nreal hypothesis\nZ\nAB\n{LETTERS[drill.question.answer]}\n", seed=5, count=1)
-    assert out.count("write a hypothesis first") == 2
+    out = play(f"\n\nasdf qwer zxcv\nthe loss looks wrong\nZ\nAB\n{LETTERS[drill.question.answer]}\n",
+               seed=5, count=1)
+    assert out.count("write your hypothesis first") == 2
+    assert out.count("name what you suspect") == 1
     assert out.count("answer with one letter") == 2 and "✔ Right" in out
 
 
 def test_q_ends_the_round_and_records_only_what_was_answered():
-    text = answers_for(6, 1, [True]) + "next hypothesis\nq\n"
+    text = answers_for(6, 1, [True]) + "the next loss looks wrong\nq\n"
     out = play(text, seed=6, count=3)
     assert "round ended (quit) after 1 of 3 drills" in out
     assert history()["sessions"][-1]["count"] == 1
 
 
 def test_input_that_ends_before_any_answer_records_nothing():
-    out = play("a hypothesis\n", seed=6, count=2)
+    out = play("the loss looks wrong\n", seed=6, count=2)
     assert "input ended" in out and "nothing recorded" in out
     assert history()["sessions"] == []
 

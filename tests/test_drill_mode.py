@@ -56,6 +56,8 @@ def test_an_answer_without_a_hypothesis_is_refused():
     session.start()
     with pytest.raises(ValueError, match="hypothesis first"):
         session.answer("A", " ")
+    with pytest.raises(ValueError, match="name what you suspect"):
+        session.answer("A", "it is broken somehow")
     assert session.results == []
 
 
@@ -66,12 +68,12 @@ def test_a_round_is_timed_scored_and_recorded_beside_the_other_progress():
     first, second, third = session.drills
     session.start()
     clock.now += 42
-    assert session.answer(right(first), "my hypothesis").startswith("✔ Right")
+    assert session.answer(right(first), "the loss goes wrong here").startswith("✔ Right")
     session.next()
     clock.now += SECONDS + 1  # the clock ran out: a right answer counts half
-    assert "late: half a point" in session.answer(right(second), "late but right")
+    assert "late: half a point" in session.answer(right(second), "late, but the loss says it")
     session.next()
-    assert session.answer(wrong(third), "a guess").startswith("✘ Not quite")
+    assert session.answer(wrong(third), "a guess about the gradients").startswith("✘ Not quite")
     assert session.next() is None and session.current is None
     table = session.finish()
     assert "score: 1.5 of 3 points (50%)" in table and "0:42" in table
@@ -86,13 +88,13 @@ def test_a_round_is_timed_scored_and_recorded_beside_the_other_progress():
 def test_finishing_twice_records_once_and_finish_without_record_writes_nothing():
     session = DrillSession(seed=2, count=1)
     session.start()
-    session.answer("A", "h")
+    session.answer("A", "the loss looks wrong")
     session.finish()
     session.finish()
     assert len(history()["sessions"]) == 1
     other = DrillSession(seed=2, count=1)
     other.start()
-    other.answer("A", "h")
+    other.answer("A", "the loss looks wrong")
     other.finish(record=False)
     assert len(history()["sessions"]) == 1
 
@@ -135,7 +137,7 @@ def test_the_reveal_comes_only_after_the_answer_and_moving_on_needs_an_answer():
         session.reveal()
     with pytest.raises(RuntimeError, match="before moving on"):
         session.next()
-    session.answer("B", "h")
+    session.answer("B", "the loss looks wrong")
     assert session.reveal().startswith("The fix:")
 
 
@@ -173,7 +175,7 @@ def test_the_widget_serves_grades_and_records_a_round():
     assert ui.clock.playing and ui.start.disabled and len(ui.card_box.children) == 1
     for i, drill in enumerate(session.drills):
         card = ui.card.controls
-        card.hypothesis.value = "my hypothesis"
+        card.hypothesis.value = "the loss looks wrong"
         card.choices.index = drill.question.answer
         card.submit.click()
         assert not ui.clock.playing and card.submit.disabled and "Right" in card.feedback.value

@@ -1,11 +1,13 @@
 """The spot-the-bug card (lesson 07): code first, a hypothesis, then choices, then the fix and why.
 
-``card("losses.double_softmax")`` displays as a widget: the buggy code, a *Hypothesis* box that
-must be filled before the choices are enabled, *Run the buggy code* (shows the measured symptom,
+``card(1)`` (the first drill; ``card("<drill id>")`` also works) displays as a widget: the buggy
+code, a *Hypothesis* box whose text must name a line, a name in the code or a symptom before the
+choices are enabled, *Run the buggy code* (shows the measured symptom,
 to test the hypothesis), *Submit* (grades the choice and records it in progress under "drills"),
 and *Reveal* (the fixed code and the explanation with its source), enabled after an answer.
 Where widgets do not render, the card is plain text (``text()``, also its text/plain), and
-``answer()`` / ``reveal()`` do the same job from code. Lesson 08's timed drills reuse the card.
+``answer()`` / ``reveal()`` do the same job from code. Lesson 08's timed drills reuse the card. The
+drill's id and title appear only after the answer: they would name the bug.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import html
 import textwrap
 from types import SimpleNamespace
 
-from course_utils.drills import Drill, get, record_answer
+from course_utils.drills import Drill, all_drills, get, record_answer
+from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 LETTERS = "ABCDEFGH"
 SUBMIT, REVEAL, RUN = "Submit", "Reveal", "Run the buggy code"
@@ -32,15 +35,20 @@ class BugCard:
     def text(self, reveal: bool = False) -> str:
         """The card as text: title, code, question and lettered choices (and the fix if asked)."""
         d, q = self.drill, self.drill.question
-        lines = [f"Spot the bug · {d.id} · {d.title}", "",
+        lines = [self.heading(shown=reveal or self.answered), "",
                  textwrap.indent(d.buggy_code.rstrip("\n"), "    "), "", f"Q: {q.prompt}"]
         lines += [f"  {LETTERS[i]}) {choice}" for i, choice in enumerate(q.choices)]
         if reveal:
             lines += ["", self.reveal()]
         else:
-            lines += ["", "Write down your hypothesis first, then answer: "
-                          f"card({d.id!r}).answer('A', 'my hypothesis'), or use the widget."]
+            lines += ["", "Write down your hypothesis first (a line, a name in the code or a symptom), "
+                          "then answer: .answer('A', 'your hypothesis') on this card, or use the widget."]
         return "\n".join(lines)
+
+    def heading(self, shown: bool) -> str:
+        """'Spot the bug · category', and the drill's id and title once ``shown`` (after the answer)."""
+        d = self.drill
+        return f"Spot the bug · {d.category}" + (f" · {d.id} · {d.title}" if shown else "")
 
     def __repr__(self) -> str:
         return self.text()
@@ -58,9 +66,9 @@ class BugCard:
     def answer(self, choice: int | str, hypothesis: str) -> str:
         """Grade a choice (letter or index) given a written hypothesis; record it; return the
         feedback line. An empty hypothesis is refused: form one before looking at the choices."""
-        if not hypothesis or not hypothesis.strip():
-            raise ValueError("write your hypothesis first: what is wrong, and what would you "
-                             "measure to confirm it?")
+        problem = hypothesis_problem(self.drill.buggy_code, hypothesis)
+        if problem:
+            raise ValueError(problem)
         index = self._index(choice)
         q = self.drill.question
         right = index == q.answer
@@ -98,13 +106,18 @@ class BugCard:
         symptom = w.Output()
         fix = w.HTML()
 
+        gate = w.HTML()
+
         def refresh(_=None):
-            ready = bool(hypothesis.value.strip())
+            problem = hypothesis_problem(d.buggy_code, hypothesis.value) if hypothesis.value else None
+            ready = bool(hypothesis.value.strip()) and problem is None
+            gate.value = f"<i>{html.escape(problem)}</i>" if problem else ""
             choices.disabled = not ready
             submit.disabled = not ready or choices.index is None
 
         def on_submit(_):
             feedback.value = f"<b>{html.escape(self.answer(choices.index, hypothesis.value))}</b>"
+            title.value = self._title_html(shown=True)
             reveal.disabled = False
 
         def on_run(_):
@@ -121,12 +134,18 @@ class BugCard:
         reveal.on_click(on_reveal)
         self.controls = SimpleNamespace(hypothesis=hypothesis, choices=choices, submit=submit,
                                         run=run, reveal=reveal, feedback=feedback,
-                                        symptom=symptom, fix=fix)
-        title = w.HTML(f"<b>Spot the bug</b> · <code>{d.id}</code> · {html.escape(d.title)}")
+                                        symptom=symptom, fix=fix, gate=gate)
+        title = w.HTML(self._title_html(shown=self.answered))
+        self.controls.title = title
         code = w.HTML(f"<pre>{html.escape(d.buggy_code)}</pre>")
         prompt = w.HTML(f"<b>Q.</b> {html.escape(q.prompt)}")
-        return w.VBox([title, code, hypothesis, run, symptom, prompt, choices,
+        return w.VBox([title, code, hypothesis, gate, run, symptom, prompt, choices,
                        w.HBox([submit, reveal]), feedback, fix])
+
+    def _title_html(self, shown: bool) -> str:
+        d = self.drill
+        after = f" · <code>{d.id}</code> · {html.escape(d.title)}" if shown else ""
+        return f"<b>Spot the bug</b> · {html.escape(d.category)}{after}"
 
     def _repr_mimebundle_(self, **kwargs):
         from course_utils.course.widgets import bundle
@@ -134,6 +153,12 @@ class BugCard:
         return bundle(self.widget(), self.text(), **kwargs)
 
 
-def card(drill_id: str) -> BugCard:
-    """The spot-the-bug card of a drill; display it as a cell's last expression."""
-    return BugCard(drill_id)
+def card(drill: int | str) -> BugCard:
+    """The spot-the-bug card of a drill, by its position in the bank (1 = the first, so the cell
+    does not name the bug) or by its id; display it as a cell's last expression."""
+    if isinstance(drill, int) and not isinstance(drill, bool):
+        drills = all_drills()
+        if not 1 <= drill <= len(drills):
+            raise ValueError(f"card number must be 1-{len(drills)}, got {drill}")
+        return BugCard(drills[drill - 1])
+    return BugCard(drill)

@@ -19,6 +19,7 @@ from typing import TextIO
 
 from course_utils.core.errors import CourseError
 from course_utils.course.drill_mode import LETTERS, DrillSession, clock_text, history_text
+from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 NO_TTY = ("stdin is not a terminal, and the drills are interactive. Run it in a terminal, or pass "
           "--stdin to read the answers from a pipe: one line per prompt, a hypothesis then a letter "
@@ -44,12 +45,13 @@ def _ask(prompt: str, stdin: TextIO, out: TextIO) -> str:
     return text
 
 
-def _hypothesis(stdin: TextIO, out: TextIO) -> str:
+def _hypothesis(code: str, stdin: TextIO, out: TextIO) -> str:
     while True:
         text = _ask("hypothesis (what is wrong, and what would you measure?)> ", stdin, out)
-        if text:
+        problem = hypothesis_problem(code, text)
+        if problem is None:
             return text
-        out.write("  write a hypothesis first: the choices come after it.\n")
+        out.write(f"  {problem}\n")
 
 
 def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str:
@@ -79,7 +81,7 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     try:
         while text is not None:
             out.write("\n" + text + "\n")
-            hypothesis = _hypothesis(stdin, out)
+            hypothesis = _hypothesis(session.current.buggy_code, stdin, out)
             choice = _choice(session, stdin, out)
             out.write(session.answer(choice, hypothesis) + "\n\n" + session.reveal() + "\n")
             text = session.next()

@@ -46,6 +46,7 @@ from course_utils.course.drill_scoring import (
 )
 from course_utils.course.drill_widget import FINISH, NEXT, START, build_widget
 from course_utils.drills import Drill, record_answer
+from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 __all__ = ["FINISH", "KEY", "LETTERS", "MAX_SESSIONS", "NEXT", "SECONDS", "START", "DrillSession", "Result",
            "category_name", "clock_text", "history", "history_text", "pick", "plot_history",
@@ -108,9 +109,9 @@ class DrillSession:
 
     def answer(self, choice: int | str, hypothesis: str) -> str:
         """Grade the current drill's answer (a letter or an index) given a written hypothesis."""
-        if not hypothesis or not hypothesis.strip():
-            raise ValueError("write your hypothesis first: what is wrong, and what would you "
-                             "measure to confirm it?")
+        problem = hypothesis_problem(self._need_current().buggy_code, hypothesis)
+        if problem:
+            raise ValueError(problem)
         result = self._grade(letter_index(self._need_current(), choice), hypothesis, record_card=True)
         return self._feedback(result)
 
@@ -178,7 +179,7 @@ class DrillSession:
         where = f"category {self.category}" if self.category else "all categories"
         return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
                 f"{clock_text(self.seconds)} each. Press '{START}' in the widget; from code: "
-                "start(), answer('B', 'my hypothesis'), reveal(), next(), finish().")
+                "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")
 
     def __repr__(self) -> str:
         return self.text()

@@ -148,7 +148,8 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
         has=page.get_by_role("button", name="Reveal", exact=True)).first
     bring_into_view(card)
     assert "Spot the bug" in card.inner_text()
-    expected = bug_card(card.locator("code").first.text_content()).drill  # the title names it
+    expected = bug_card(1).drill  # the lesson's first card, by number
+    assert expected.title not in card.inner_text()  # the title would name the bug: after the answer
     right = expected.question.answer
     choice = card.locator(".widget-radio-box input[type=radio]").nth(right)
     submit = card.get_by_role("button", name="Submit", exact=True)
@@ -163,6 +164,7 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     submit.click()
     expect(card.locator(".widget-html", has_text="Right:")).to_contain_text(
         f"✔ Right: {LETTERS[right]})", timeout=WAIT_MS)
+    expect(card.locator("code", has_text=expected.id)).to_be_visible(timeout=WAIT_MS)
 
     card.get_by_role("button", name="Run the buggy code", exact=True).click()
     expect(card.locator(".widget-output")).to_contain_text("symptom:", timeout=WAIT_MS)
