@@ -441,3 +441,19 @@ def test_gradient_accumulation_is_not_a_missing_zero_grad():
                 opt.zero_grad()
 
     assert not alarms(watched(train, 6))
+
+
+def test_the_capstone_can_be_solved_with_course_watch():
+    """Lesson 08's haunted run, watched with no line added: four of its five planted bugs are named
+    (the gradient bug, the layout bug under the emulated affected Mac, the fallback, the host sync
+    in every step); the fifth, a data-order bug, is outside what a training watcher can see."""
+    from course_utils.labs.capstone import Lab, fixed, haunted
+
+    with watch(verbose=False) as watcher:
+        haunted(Lab(seed=0, steps=40))
+    kinds = {f.kind for f in watcher.findings}
+    assert {"missing zero_grad", "non-contiguous", "fallback", "host sync"} <= kinds
+    with watch(verbose=False) as watcher:
+        fixed(Lab(seed=0, steps=40))
+    assert not {"missing zero_grad", "non-contiguous", "frozen", "fallback", "host sync"} & {
+        f.kind for f in watcher.findings}
