@@ -29,11 +29,15 @@ def expected_update(p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_
 
 
 def visible_fraction(p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_name: str) -> float:
-    """The fraction of elements whose expected update is at least half the float spacing at |p|."""
+    """Among the elements that have a gradient, the fraction whose expected update is at least half
+    the float spacing at |p| (a sparse gradient, e.g. top-k features, leaves the others alone)."""
     with torch.no_grad():
         info = torch.finfo(p.dtype)
         spacing = (p.detach().abs() * info.eps).clamp_min(info.tiny)
-        return float((expected_update(p, grad, group, optimizer_name) >= 0.5 * spacing).float().mean())
+        visible = expected_update(p, grad, group, optimizer_name) >= 0.5 * spacing
+        has_grad = grad.detach() != 0
+        count = int(has_grad.sum())
+        return float((visible & has_grad).sum()) / count if count else 0.0
 
 
 class Trends:
@@ -58,8 +62,8 @@ class Trends:
                 Finding(
                     "frozen",
                     f"{names}: non-zero gradients (norm {grad_norm:.3g}) and lr "
-                    f"{group['lr']:g} should visibly change {fraction:.0%} of the values, yet "
-                    "they are bit-identical after the step: the updates are lost",
+                    f"{group['lr']:g} should visibly change {fraction:.0%} of the values that have a "
+                    "gradient, yet they are bit-identical after the step: the updates are lost",
                     w.models.site_of(p) if w.models.site_of(p).line else w.where_step,
                     w.step,
                     subject=self.name,
