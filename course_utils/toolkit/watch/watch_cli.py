@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         default=None,
-        help="watch every Nth step op by op (default: sampled, ~3%% overhead)",
+        help="watch every Nth step op by op (default: sampled, ~2%% of the run)",
     )
     p.add_argument("--quiet", action="store_true", help="only the report at exit")
     p.add_argument("script", help="the training script")
