@@ -106,10 +106,22 @@ def test_the_history_keeps_the_best_score_and_accuracy_per_category():
                    source="terminal")
     hist = history()
     assert hist["best"] == 1.0 and [s["score"] for s in hist["sessions"]] == [1.0, 0.25]
-    assert hist["categories"] == {"losses": {"right": 2, "answered": 3},
-                                  "data": {"right": 1, "answered": 1}}
+    assert hist["categories"] == {"losses": {"right": 2, "answered": 3, "seconds": 30.0},
+                                  "data": {"right": 1, "answered": 1, "seconds": 400.0}}
     text = drill_mode.history_text()
-    assert "2 round(s); last 25% (terminal), best 100%" in text and "losses 2/3" in text
+    assert "2 round(s); last 25% (terminal), best 100%" in text and "losses 2/3 in 10 s" in text
+    rows = {item: (status, detail) for item, status, _, detail in progress.rows()}
+    assert rows["  drills: data"] == ("100% right", "400 s per drill")
+    assert rows["  drills: losses"] == ("67% right", "10 s per drill")
+
+
+def test_a_history_recorded_before_times_were_kept_still_reads():
+    old = {"best": 0.5, "categories": {"losses": {"right": 1, "answered": 2}},
+           "sessions": [{"score": 0.5, "source": "notebook"}]}
+    assert "losses 1/2" in drill_mode.history_text(old) and " s," not in drill_mode.history_text(old)
+    import matplotlib.pyplot as plt
+
+    plt.close(drill_mode.plot_history(old))
 
 
 def test_an_empty_round_is_not_recorded_and_an_empty_history_says_how_to_start():

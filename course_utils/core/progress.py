@@ -189,8 +189,9 @@ def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
                     "timed (lesson 08 / course drill)"))
         for name, c in sorted(rounds.get("categories", {}).items()):
             if c.get("answered"):
+                mean = f"{c['seconds'] / c['answered']:.0f} s per drill" if "seconds" in c else ""
                 out.append((f"  drills: {name}", f"{c['right'] / c['answered']:.0%} right",
-                            str(c["answered"]), ""))
+                            str(c["answered"]), mean))
     return out
 
 

@@ -2,7 +2,7 @@
 
 Finished rounds live under their own key, "drill_sessions"::
 
-    "drill_sessions": {"best": 0.8, "categories": {"losses": {"right": 3, "answered": 4}},
+    "drill_sessions": {"best": 0.8, "categories": {"losses": {"right": 3, "answered": 4, "seconds": 170.2}},
                        "sessions": [{"when": "...", "source": "notebook", "seed": 8, "score": 0.8, ...}]}
 
 ``record_session()`` adds a round (other progress keys are kept); ``history()``,
@@ -53,6 +53,7 @@ def record_session(results: list[Result], seed: int, category: str | None = None
             total = totals.setdefault(name, {"right": 0, "answered": 0})
             total["right"] += counts["right"]
             total["answered"] += counts["answered"]
+            total["seconds"] = round(total.get("seconds", 0.0) + counts["seconds"], 1)
     return entry
 
 
@@ -68,9 +69,16 @@ def history_text(hist: dict | None = None) -> str:
              f"best {hist.get('best', 0.0):.0%}"]
     cats = hist.get("categories", {})
     if cats:
-        lines.append("accuracy per category: " + ", ".join(
-            f"{c} {v['right']}/{v['answered']}" for c, v in sorted(cats.items())))
+        lines.append("per category (right, mean time per drill): " + ", ".join(
+            f"{c} {v['right']}/{v['answered']}{mean_time(v)}" for c, v in sorted(cats.items())))
     return "\n".join(lines)
+
+
+def mean_time(totals: dict) -> str:
+    """' in 42 s' (mean seconds per answered drill), or '' for a history recorded without times."""
+    if "seconds" not in totals or not totals.get("answered"):
+        return ""
+    return f" in {totals['seconds'] / totals['answered']:.0f} s"
 
 
 def plot_history(hist: dict | None = None):
@@ -79,7 +87,7 @@ def plot_history(hist: dict | None = None):
 
     hist = history() if hist is None else hist
     sessions = hist.get("sessions", [])
-    fig, (left, right) = plt.subplots(1, 2, figsize=(6, 2.6), dpi=80,
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.5, 3.2), dpi=100,
                                       gridspec_kw={"width_ratios": (3, 2)})
     scores = [100 * s["score"] for s in sessions]
     rounds = range(1, len(scores) + 1)
@@ -87,15 +95,17 @@ def plot_history(hist: dict | None = None):
         best = [max(scores[:i]) for i in rounds]
         left.plot(rounds, scores, "o-", label="round")
         left.plot(rounds, best, "--", color="gray", label="best so far")
-        left.legend(fontsize=7, loc="lower right")
+        left.legend(fontsize=9, loc="lower right")
     else:
         left.text(0.5, 0.5, "no rounds yet", ha="center", va="center", transform=left.transAxes)
     left.set(ylim=(-5, 105), xlabel="round", ylabel="score (%)", title="timed drills")
     cats = sorted(hist.get("categories", {}).items())
     if cats:
-        right.barh([c for c, _ in cats], [100 * v["right"] / max(v["answered"], 1) for _, v in cats])
-    right.set(xlim=(0, 100), xlabel="right (%)", title="per category")
-    right.tick_params(labelsize=7)
-    left.tick_params(labelsize=7)
+        bars = right.barh([c for c, _ in cats], [100 * v["right"] / max(v["answered"], 1) for _, v in cats])
+        right.bar_label(bars, labels=[mean_time(v).strip().removeprefix("in ") for _, v in cats],
+                        fontsize=9, padding=2)
+    right.set(xlim=(0, 115), xlabel="right (%), mean time per drill", title="per category")
+    right.tick_params(labelsize=9)
+    left.tick_params(labelsize=9)
     fig.tight_layout()
     return fig

@@ -95,12 +95,14 @@ def score_table(results: list[Result], seconds: int = SECONDS) -> str:
     return "\n".join(lines)
 
 
-def per_category(results: list[Result]) -> dict[str, dict[str, int]]:
-    """{category: {"right": n, "answered": n}} over ``results``, categories in order of answer."""
-    out: dict[str, dict[str, int]] = {}
+def per_category(results: list[Result]) -> dict[str, dict[str, float]]:
+    """{category: {"right": n, "answered": n, "seconds": total}} over ``results``, categories in
+    order of answer."""
+    out: dict[str, dict[str, float]] = {}
     for r in results:
-        entry = out.setdefault(r.category, {"right": 0, "answered": 0})
+        entry = out.setdefault(r.category, {"right": 0, "answered": 0, "seconds": 0.0})
         entry["answered"] += 1
         entry["right"] += int(r.right)
+        entry["seconds"] = round(entry["seconds"] + r.seconds, 1)
     return out
 
