@@ -160,3 +160,24 @@ def test_a_sample_always_runs_the_declared_equivalents():
     result = mutation.score(ex, sample=2)
     assert result.generated == 2
     assert result.stale == [keys[-1]]  # it ran (and the one case kills it): not skipped by the sample
+
+
+
+def slow_identity(x):
+    import time
+
+    time.sleep(0.2)
+    return x * 1
+
+
+def test_a_slow_declared_equivalent_is_given_time_and_not_called_stale(monkeypatch):
+    """A loaded machine slows a mutant past the limit; a declared equivalent gets more patience
+    (the reference's own check may be cached, so its time says little about a mutant's)."""
+    monkeypatch.setattr(mutation, "TIME_PER_MUTANT_S", 0.05)
+    monkeypatch.setattr(mutation, "REFERENCE_RUNS_PER_MUTANT", 0)
+    keys = [m.key for m in mutation.mutants_of(slow_identity)]
+    ex = Exercise("99.slow", "slow identity", slow_identity, fixed=lambda: [Case("one", (1,))],
+                  equivalent={k: "declared for the test" for k in keys})
+    result = mutation.score(ex, seeds=(0,))
+    assert result.equivalent, "a surviving declared mutant was cut off at the base limit"
+    assert sorted([*result.equivalent, *result.stale]) == sorted(keys)

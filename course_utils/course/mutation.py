@@ -31,6 +31,7 @@ from course_utils.course.mutation_ops import GRADIENT_PROSE, GRADIENT_WORDS, sit
 SEEDS = (0, 1)  # a mutant is killed when check() rejects it with either seed
 TIME_PER_MUTANT_S = 10.0  # the least time a mutant gets before it counts as an endless run
 REFERENCE_RUNS_PER_MUTANT = 20  # ... or this many times what checking the reference took
+EQUIVALENT_PATIENCE = 10  # a declared equivalent gets this many times the limit: it must finish
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,8 @@ def score(exercise: Exercise, sample: int | None = None, seeds: tuple[int, ...] 
         generated = declared + [others[int(i * step)] for i in range(sample - len(declared))]
     result.generated = len(generated)
     for mutant in generated:
-        if is_killed(exercise, mutant.fn, seeds, limit):
+        declared = mutant.key in exercise.equivalent  # a slow machine must not make it "stale"
+        if is_killed(exercise, mutant.fn, seeds, limit * (EQUIVALENT_PATIENCE if declared else 1)):
             result.killed += 1
             if mutant.key in exercise.equivalent:
                 result.stale.append(mutant.key)
