@@ -69,10 +69,36 @@ class Window:
         if not self.modes or not force and not self.suspended and not self._on_top():
             return False
         if not self.suspended:
-            for mode in reversed(self.modes):
-                mode.__exit__(None, None, None)
+            if self._on_top():
+                for mode in reversed(self.modes):
+                    mode.__exit__(None, None, None)
+            self._purge_own_modes()
         self.suspended = False
         self.modes = []
         self.nan.clear()
         self.nan.node_site.clear()
         return True
+
+    def _purge_own_modes(self) -> None:
+        """Take this watcher's modes off both mode stacks wherever they sit: code that entered and
+        left its own modes around ours (a lab's per-forward emulation) can leave ours below the
+        top. The other modes stay, in their order."""
+        import torch
+
+        def mine(mode) -> bool:
+            return isinstance(mode, (_Functions, _Dispatch)) and mode.ops is self
+
+        c = torch._C
+        for length, at, pop, push in (
+            (c._len_torch_function_stack, c._get_function_stack_at, c._pop_torch_function_stack,
+             c._push_on_torch_function_stack),
+            (c._len_torch_dispatch_stack, c._get_dispatch_stack_at,
+             lambda: c._pop_torch_dispatch_stack(None), c._push_on_torch_dispatch_stack),
+        ):
+            stack = [at(i) for i in range(length())]
+            if any(mine(m) for m in stack):
+                for _ in stack:
+                    pop()
+                for mode in stack:
+                    if not mine(mode):
+                        push(mode)
