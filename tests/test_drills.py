@@ -2,6 +2,7 @@
 distributed drill ends within its bound?"""
 
 import copy
+import dataclasses
 import json
 import pickle
 import re
@@ -123,6 +124,93 @@ def test_the_buggy_code_shows_its_symptom_and_the_fix_passes_the_same_check(dril
     assert bug.buggy, f"{drill.id}: the buggy code did not show the bug: {bug}"
     assert not fix.buggy, f"{drill.id}: the fixed code still shows the bug: {fix}"
     assert bug.summary and fix.summary and bug.summary != fix.summary
+
+
+FORMS = [(d, k) for d in LOCAL for k in range(1, d.forms)]
+
+
+def test_every_drill_has_at_least_three_variants_each_with_other_code():
+    few = [d.id for d in ALL if len(d.variants) < 3]
+    assert few == [], f"drills with fewer than 3 variants: {few}"
+    for drill in ALL:
+        codes = {drill.variant(k).buggy_code for k in range(drill.forms)}
+        assert len(codes) == drill.forms, f"{drill.id}: two forms show the same code"
+
+
+@pytest.mark.parametrize(("drill", "k"), FORMS, ids=lambda x: x.id if hasattr(x, "id") else f"v{x}")
+def test_every_variant_shows_its_symptom_and_its_fix_removes_it(drill, k):
+    form = drill.variant(k)
+    assert form.id == drill.id and form.variant_index == k
+    bug, fix = form.symptom(), form.fix_check()
+    assert bug.buggy, f"{drill.id} variant {k}: the buggy code did not show the bug: {bug}"
+    assert not fix.buggy, f"{drill.id} variant {k}: the fix still shows the bug: {fix}"
+
+
+def test_a_variant_renames_whole_names_only_and_its_measure_reads_the_old_names():
+    from course_utils.drills.core import Variant, rename
+
+    assert rename("x = model(x)\nmodel.x = x_1\n", {"x": "h", "model": "net"}) == \
+        "h = net(h)\nnet.x = x_1\n"
+    base = drills.get("attention.mask_after_softmax")
+    form = dataclasses.replace(base, variants=(Variant("t", {"weights": "attn"}, (("D = 2, 5, 8",
+                                                                                    "D = 2, 5, 4"),)),))
+    shown = form.variant(1)
+    assert "attn = F.softmax" in shown.buggy_code and "weights" not in shown.buggy_code
+    assert shown.symptom().buggy and not shown.fix_check().buggy
+    with pytest.raises(ValueError, match="matches no code"):
+        dataclasses.replace(base, variants=(Variant("t", edits=(("no such", "x"),)),)).variant(1)
+    with pytest.raises(ValueError, match="forms 0-0"):
+        base.variant(1) if not base.variants else base.variant(base.forms)
+
+
+def test_the_timed_pool_leaves_out_every_drill_lesson_07_shows():
+    from course_utils.course.drill_scoring import pick
+
+    taught = set(drills.TAUGHT.values())
+    assert {drills.get(i).category for i in taught} == set(drills.CATEGORIES)
+    pool = drills.timed_pool()
+    assert not taught & {d.id for d in pool} and len(pool) >= len(ALL) - len(taught)
+    served = [d for seed in range(20) for d in pick(seed, count=5)]
+    assert not taught & {d.id for d in served}
+    assert len({d.variant_index for d in served}) > 1  # rounds serve variants, not one surface
+
+
+GIVEAWAYS = {"bug", "buggy", "wrong", "missing", "forgot", "forgotten", "oops", "fixme", "todo",
+             "broken", "incorrect", "mistake", "leak", "leaky", "unshifted", "inverted", "instead",
+             "should", "careful", "beware", "silently", "accidentally"}
+
+
+def _chosen_words(source: str) -> set[str]:
+    """The words of what the code's author chose: names it binds (variables, functions, classes,
+    arguments, attributes it sets) and its string literals; not the library calls it makes."""
+    import ast
+
+    chosen = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            chosen.append(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            chosen.append(node.attr)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            chosen.append(node.name)
+        elif isinstance(node, ast.arg):
+            chosen.append(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            chosen.append(node.value)
+    return {w.lower() for text in chosen for w in re.findall(r"[A-Za-z]+", text)}
+
+
+@pytest.mark.parametrize("drill", ALL, ids=lambda d: d.id)
+def test_no_word_in_the_buggy_code_gives_the_bug_away(drill):
+    """No name or string the buggy code chose (in any form) is a word that names a bug, or a word
+    of the drill's title or explanation that its fixed code does without."""
+    story = {w.lower() for w in re.findall(r"[A-Za-z]{5,}", f"{drill.title} {drill.explanation}")}
+    story -= {"forward", "super", "torch", "model", "batch"}  # words any model code uses
+    for k in range(drill.forms):
+        form = drill.variant(k)
+        words = _chosen_words(form.buggy_code)
+        told = (words & GIVEAWAYS) | ((words & story) - _chosen_words(form.fixed_code))
+        assert not told, f"{drill.id} form {k}: the buggy code says {sorted(told)}"
 
 
 def test_a_drill_reports_code_symptom_and_fix_in_text():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from course_utils.drills import CATEGORIES, Drill, all_drills, by_category
+from course_utils.drills import CATEGORIES, TAUGHT, Drill, timed_pool
 
 SECONDS = 300  # five minutes per drill
 LETTERS = "ABCDEFGH"
@@ -32,12 +32,19 @@ def category_name(name: str | None) -> str | None:
 
 
 def pick(seed: int, category: str | None = None, count: int | None = 5) -> list[Drill]:
-    """``count`` drills (all when None or more than there are) in an order fixed by ``seed``."""
-    pool = by_category()[category_name(category)] if category else all_drills()
+    """``count`` drills of the timed pool (all when None or more than there are) in an order
+    fixed by ``seed``, each in one of its forms (a drill lesson 07 showed: never as shown there)."""
+    pool = timed_pool(category_name(category))
     if count is not None and count < 1:
         raise ValueError(f"count must be at least 1, got {count}")
     k = len(pool) if count is None else min(count, len(pool))
-    return random.Random(f"drill-mode:{seed}").sample(pool, k)
+    rng = random.Random(f"drill-mode:{seed}")
+    return [_form(drill, rng) for drill in rng.sample(pool, k)]
+
+
+def _form(drill: Drill, rng: random.Random) -> Drill:
+    first = 1 if drill.id in TAUGHT.values() and drill.variants else 0
+    return drill.variant(rng.randrange(first, drill.forms))
 
 
 # --- one answer and its points -------------------------------------------------------------------------

@@ -12,6 +12,8 @@ matplotlib, no widgets, no worker processes). Lesson 08's timed drills and the t
   ``explanation``, ``source``, ``exercise`` (a ``course_utils.bank`` id or None), ``emulated``.
 - ``Symptom``: ``summary`` (text), ``buggy`` (bool), ``values``, ``error``, ``figure()``.
 - ``record_answer()`` / ``answers()``: card answers kept in progress under the key "drills".
+- ``TAUGHT``: the one drill per category lesson 07 works through; ``timed_pool()`` the others,
+  which lesson 08 and ``course drill`` serve (each drill in one of its ``forms``: ``variant(k)``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import importlib
 
 from course_utils.core.registry import Registry
-from course_utils.drills.core import CodeRun, Drill, Symptom, run_code
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, run_code
 from course_utils.drills.record import KEY as PROGRESS_KEY
 from course_utils.drills.record import answers, record_answer
 
@@ -40,8 +42,25 @@ MODULES = (
 )
 CATEGORIES = tuple(dict.fromkeys(category for _, category in MODULES))
 
-__all__ = ["CATEGORIES", "PROGRESS_KEY", "CodeRun", "Drill", "Symptom", "all_drills", "answers",
-           "by_category", "get", "ids", "record_answer", "run_code"]
+# Lesson 07 works through one drill per category, in the open; the timed pool is the rest, so a
+# timed round asks about bugs the learner has not seen solved.
+TAUGHT = {
+    "gradients": "gradients.missing_zero_grad",
+    "losses": "losses.double_softmax",
+    "modes": "modes.dropout_at_eval",
+    "data": "data.no_shuffle",
+    "numerics": "numerics.lr_too_high",
+    "devices": "devices.device_mismatch",
+    "memory": "memory.training_vs_inference",
+    "attention": "attention.mask_after_softmax",
+    "performance": "performance.data_loading_bottleneck",
+    "distributed": "distributed.rank_skips_batch",
+    "seed advice": "seed.retry_yields_twice",
+}
+
+__all__ = ["CATEGORIES", "PROGRESS_KEY", "TAUGHT", "CodeRun", "Drill", "Symptom", "Variant",
+           "all_drills", "answers", "by_category", "get", "ids", "record_answer", "run_code",
+           "taught", "timed_pool"]
 
 
 def _load():
@@ -63,3 +82,20 @@ def by_category() -> dict[str, list[Drill]]:
     for drill in all_drills():
         out[drill.category].append(drill)
     return out
+
+
+def taught() -> list[Drill]:
+    """The drills lesson 07 shows with their answers, one per category, in lesson order."""
+    return [get(TAUGHT[c]) for c in CATEGORIES]
+
+
+def timed_pool(category: str | None = None) -> list[Drill]:
+    """The drills a timed round draws from: every drill lesson 07 does not show (of ``category``
+    when given). A category with no other drill falls back to its taught one."""
+    groups = by_category()
+    chosen = [category] if category else list(CATEGORIES)
+    pool = []
+    for name in chosen:
+        unseen = [d for d in groups[name] if d.id not in TAUGHT.values()]
+        pool.extend(unseen or groups[name])
+    return pool

@@ -10,6 +10,7 @@ buggy run shows the bug and the fixed run does not (tests/test_drills.py proves 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 import sys
@@ -32,6 +33,7 @@ class CodeRun:
     error: BaseException | None = None
     warnings: tuple[str, ...] = ()
     source: str = ""
+    aliases: Mapping[str, str] = field(default_factory=dict)  # a variant's renames: old -> new
 
     def line(self, number: int) -> str:
         """Line ``number`` (1-based) of the code that ran, without its comment."""
@@ -39,10 +41,10 @@ class CodeRun:
         return lines[number - 1].split("#")[0].strip() if 0 < number <= len(lines) else "?"
 
     def __getitem__(self, name: str) -> Any:
-        return self.namespace[name]
+        return self.namespace[self.aliases.get(name, name)]
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self.namespace.get(name, default)
+        return self.namespace.get(self.aliases.get(name, name), default)
 
     @property
     def error_text(self) -> str:
@@ -83,6 +85,53 @@ class Symptom:
 
 
 Runner = Callable[[str, str], CodeRun]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The same bug on another surface: ``names`` renames identifiers (whole names, never an
+    attribute after a dot) and ``edits`` replaces exact text (shapes, model, statement order,
+    task), both in the buggy and the fixed code. Each edit must occur in at least one of them.
+    The drill's ``measure`` still reads the original names: the run maps them (``aliases``)."""
+
+    label: str
+    names: Mapping[str, str] = field(default_factory=dict)
+    edits: tuple[tuple[str, str], ...] = ()
+
+    def apply(self, source: str) -> str:
+        """``source`` with the edits made (those that occur in it), then the renames."""
+        for old, new in self.edits:
+            source = source.replace(old, new)
+        return rename(source, self.names)
+
+    def check_applies(self, *sources: str) -> None:
+        """Raise ValueError for an edit found in none of ``sources`` (a typo would go unnoticed)."""
+        for old, _ in self.edits:
+            if not any(old in s for s in sources):
+                raise ValueError(f"variant {self.label!r}: edit {old!r} matches no code")
+
+
+def rename(source: str, names: Mapping[str, str]) -> str:
+    """``source`` with every NAME token in ``names`` replaced, except attributes (after a dot)."""
+    if not names:
+        return source
+    lines = source.splitlines(keepends=True)
+    hits, previous = [], None
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.NAME and tok.string in names and previous != ".":
+            hits.append(tok)
+        if tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+            previous = tok.string
+    for tok in reversed(hits):
+        row, col = tok.start[0] - 1, tok.start[1]
+        lines[row] = lines[row][:col] + names[tok.string] + lines[row][col + len(tok.string):]
+    return "".join(lines)
+
+
+def _aliased(runner: Runner, names: Mapping[str, str]) -> Runner:
+    def run(source: str, name: str) -> CodeRun:
+        return dataclasses.replace(runner(source, name), aliases=dict(names))
+    return run
 
 
 def run_code(code: str, name: str = "drill") -> CodeRun:
@@ -148,11 +197,33 @@ class Drill:
     exercise: str | None = None
     runner: Runner = field(default=run_code, repr=False, compare=False)
     emulated: str = ""  # what a CPU run stands in for, when anything ("" = nothing emulated)
+    variants: tuple[Variant, ...] = field(default=(), repr=False, compare=False)
+    variant_index: int = 0  # 0: the code as declared; k: variants[k - 1] applied
 
     def __post_init__(self) -> None:
         # A comment in the code a learner must read could name the bug: the buggy version shows
         # none (and runs as shown, so line numbers agree); the fixed version may explain the fix.
         object.__setattr__(self, "buggy_code", without_comments(self.buggy_code))
+
+    @property
+    def forms(self) -> int:
+        """How many surfaces the drill has: the declared code plus its variants."""
+        return 1 + len(self.variants)
+
+    def variant(self, k: int) -> Drill:
+        """Form ``k`` of the drill (0 = as declared): same id, question and measure; the code of
+        ``variants[k - 1]``. A ValueError for a k the drill lacks or an edit that matches nothing."""
+        if not 0 <= k < self.forms:
+            raise ValueError(f"drill {self.id} has forms 0-{self.forms - 1}, not {k}")
+        if self.variant_index:
+            raise ValueError(f"drill {self.id} is already variant {self.variant_index}")
+        if k == 0:
+            return self
+        v = self.variants[k - 1]
+        v.check_applies(self.buggy_code, self.fixed_code)
+        return dataclasses.replace(self, buggy_code=v.apply(self.buggy_code),
+                                   fixed_code=v.apply(self.fixed_code),
+                                   runner=_aliased(self.runner, v.names), variant_index=k)
 
     def symptom(self) -> Symptom:
         """Run the buggy code and measure what it did."""
