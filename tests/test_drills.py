@@ -175,6 +175,32 @@ def test_the_timed_pool_leaves_out_every_drill_lesson_07_shows():
     assert len({d.variant_index for d in served}) > 1  # rounds serve variants, not one surface
 
 
+def _lesson_07_text() -> tuple[str, str]:
+    """Lesson 07's stored outputs (text of every mime type) and its cells' sources."""
+    cells = json.loads((ROOT / "notebooks" / "07_training_bugs.ipynb").read_text())["cells"]
+    outputs = []
+    for cell in cells:
+        for out in cell.get("outputs", []):
+            outputs.append("".join(out.get("text", "")))
+            outputs += ["".join(v) for v in out.get("data", {}).values() if isinstance(v, (str, list))]
+    return "\n".join(outputs), "\n".join("".join(c["source"]) for c in cells)
+
+
+def test_no_drill_of_the_timed_pool_appears_in_lesson_07():
+    """Neither the id, the title nor any distinctive line of a pool drill's code (any form) is in
+    lesson 07's stored outputs or sources; every taught drill's code is in its outputs."""
+    outputs, sources = _lesson_07_text()
+    taught_lines = {ln.strip() for d in drills.taught() for ln in d.buggy_code.splitlines()}
+    for drill in drills.timed_pool():
+        assert drill.id not in outputs + sources and drill.title not in outputs, drill.id
+        for k in range(drill.forms):
+            lines = {ln.strip() for ln in drill.variant(k).buggy_code.splitlines()}
+            shown = [ln for ln in lines - taught_lines if len(ln) >= 30 and ln in outputs]
+            assert not shown, f"{drill.id} form {k}: lesson 07 shows {shown}"
+    for drill in drills.taught():
+        assert drill.buggy_code.strip().splitlines()[-1].strip() in outputs, drill.id
+
+
 GIVEAWAYS = {"bug", "buggy", "wrong", "missing", "forgot", "forgotten", "oops", "fixme", "todo",
              "broken", "incorrect", "mistake", "leak", "leaky", "unshifted", "inverted", "instead",
              "should", "careful", "beware", "silently", "accidentally"}

@@ -16,7 +16,8 @@ import html
 import textwrap
 from types import SimpleNamespace
 
-from course_utils.drills import Drill, all_drills, get, record_answer
+from course_utils.course.code_diff import FixDiff
+from course_utils.drills import Drill, get, record_answer, taught
 from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 LETTERS = "ABCDEFGH"
@@ -80,14 +81,18 @@ class BugCard:
                 f"{q.choices[q.answer]}")
 
     def reveal(self) -> str:
-        """The fixed code and the explanation, with its source."""
+        """The fix as a diff against the buggy code, and the explanation with its source."""
+        parts = ["The fix: a diff against the code above", repr(FixDiff(self.drill)), "",
+                 *self._after_fix()]
+        return "\n".join(parts)
+
+    def _after_fix(self) -> list[str]:
         d = self.drill
-        parts = ["The fix:", textwrap.indent(d.fixed_code.rstrip("\n"), "    "), "",
-                 f"Why: {d.why}"]
+        parts = [f"Why: {d.why}"]
         if d.exercise:
             lesson = d.exercise.split(".", 1)[0]
             parts.append(f"Practice: exercise {d.exercise} (run `course start {lesson}`).")
-        return "\n".join(parts)
+        return parts
 
     # --- the widget ------------------------------------------------------------------------------
     def widget(self):
@@ -125,7 +130,8 @@ class BugCard:
             symptom.append_stdout(f"symptom: {d.symptom()}\n")
 
         def on_reveal(_):
-            fix.value = f"<pre style='white-space: pre-wrap'>{html.escape(self.reveal())}</pre>"
+            fix.value = ("<b>The fix:</b> a diff against the code above" + FixDiff(d)._repr_html_()
+                         + "".join(f"<p>{html.escape(p)}</p>" for p in self._after_fix()))
 
         hypothesis.observe(refresh, names="value")
         choices.observe(refresh, names="index")
@@ -154,10 +160,11 @@ class BugCard:
 
 
 def card(drill: int | str) -> BugCard:
-    """The spot-the-bug card of a drill, by its position in the bank (1 = the first, so the cell
-    does not name the bug) or by its id; display it as a cell's last expression."""
+    """The spot-the-bug card of a drill, by its number among the drills lesson 07 works through
+    (1 = the first category's, so the cell does not name the bug) or by its id; display it as a
+    cell's last expression."""
     if isinstance(drill, int) and not isinstance(drill, bool):
-        drills = all_drills()
+        drills = taught()
         if not 1 <= drill <= len(drills):
             raise ValueError(f"card number must be 1-{len(drills)}, got {drill}")
         return BugCard(drills[drill - 1])

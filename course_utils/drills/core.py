@@ -78,7 +78,7 @@ class Symptom:
             return None
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=figsize, dpi=80)
+        fig, ax = plt.subplots(figsize=figsize, dpi=100)
         self.plot(ax)
         fig.tight_layout()
         return fig

@@ -42,7 +42,7 @@ QUIZ = Quiz("08", [
          "The learning rate is too low for an update that happens only every 4 batches",
          "Nothing: stepping every 4 batches is exactly how gradient accumulation works"),
         0, "backward() adds into .grad; without zero_grad() after each step the sum covers every "
-           "past batch (R61 in references.md; lesson 07's drill gradients.accumulation_step_mod_4)."),
+           "past batch (R61 in references.md)."),
     Question(
         "With no TTY, `course drill` refuses to run unless you pass --stdin. Why?",
         ("It reads answers interactively; a pipe without --stdin is more likely a mistake than a "
