@@ -304,6 +304,16 @@ def test_the_distributed_drill_symptom_and_fix_through_the_drill_api():
 
 @pytest.mark.slow
 @needs_gloo
+@pytest.mark.parametrize("k", range(1, drills.get("distributed.rank_skips_batch").forms))
+def test_every_variant_of_the_distributed_drill_hangs_and_its_fix_finishes(k):
+    form = drills.get("distributed.rank_skips_batch").variant(k)
+    bug, fix = form.symptom(), form.fix_check()
+    assert bug.buggy and "timed out" in bug.summary, bug.summary
+    assert not fix.buggy and fix.summary.count("finished") == 2, fix.summary
+
+
+@pytest.mark.slow
+@needs_gloo
 def test_a_worker_that_never_returns_is_killed_at_the_hard_bound():
     result = distributed.launch([("sleeps", "import time\ntime.sleep(120)\n", "OFF")],
                                 timeout_s=1.0, bound_s=8)
