@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, fmt, shuffled_question
 
 # --- missing zero_grad ---------------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ def _zero_grad_measure(run: CodeRun) -> Symptom:
     grows = ratios[-1] > 2
     text = ", ".join(f"{r:.2f}" for r in ratios)
     verdict = "grows with every step" if grows else "stays the size of one batch's gradient"
-    return Symptom(f".grad norm at steps 1-5, relative to step 1: {text} ({verdict})", grows,
+    return Symptom(f".grad norm at steps 1-{len(ratios)}, relative to step 1: {text} ({verdict})", grows,
                    {"ratios": ratios},
                    plot=lambda ax: (ax.plot(range(1, len(ratios) + 1), ratios, "o-"),
                                     ax.set(xlabel="step", ylabel="|grad| / |grad at step 1|")))
@@ -53,7 +53,7 @@ ZERO_GRAD = Drill(
         "gradients.missing_zero_grad",
         "The loss falls at first, then the run goes unstable. What is wrong with this loop?",
         "Nothing clears .grad, so gradients pile up",
-        ("optimizer.step() must be called before loss.backward()",
+        ("Reusing one batch every step overfits it until the run diverges",
          "mse_loss averages, so SGD needs reduction='sum'",
          "lr=0.01 is too high for a linear model with 8 inputs"),
         "PyTorch accumulates gradients on purpose; without zero_grad() the gradient at step k is "
@@ -67,6 +67,25 @@ ZERO_GRAD = Drill(
                 "step, before backward().",
     source="R61 in references.md (gradients accumulate in .grad until zero_grad)",
     exercise="07.zero_grad_loop",
+    variants=(
+        Variant("a regression head on 16 features, Adam",
+                {"x": "features", "y": "targets", "grad_norms": "norms"},
+                (("nn.Linear(8, 1)", "nn.Linear(16, 1)"),
+                 ("torch.randn(64, 8), torch.randn(64, 1)", "torch.randn(32, 16), torch.randn(32, 1)"),
+                 ("torch.optim.SGD(model.parameters(), lr=0.01)",
+                  "torch.optim.Adam(model.parameters(), lr=0.001)"))),
+        Variant("a 3-class classifier",
+                {"x": "inputs", "y": "labels"},
+                (("nn.Linear(8, 1)", "nn.Linear(8, 3)"),
+                 ("torch.randn(64, 1)", "torch.randint(0, 3, (64,))"),
+                 ("F.mse_loss(model(x), y)", "F.cross_entropy(model(x), y)"))),
+        Variant("momentum, six steps, the norm read before the step",
+                {"x": "batch", "y": "target", "grad_norms": "history"},
+                (("lr=0.01)", "lr=0.005, momentum=0.9)"),
+                 ("range(5)", "range(6)"),
+                 ("    optimizer.step()\n    grad_norms.append(model.weight.grad.norm().item())",
+                  "    grad_norms.append(model.weight.grad.norm().item())\n    optimizer.step()"))),
+    ),
 )
 
 # --- gradient accumulation with step % 4 ---------------------------------------------------------
@@ -130,13 +149,15 @@ def big_batch_reference(start: torch.nn.Module, micro_batches, accum: int, lr: f
 
 
 def _accum_measure(run: CodeRun) -> Symptom:
-    ref = big_batch_reference(run["start"], run["micro_batches"], 4, 0.1)
+    batches, lr = run["micro_batches"], run["optimizer"].param_groups[0]["lr"]
+    ref = big_batch_reference(run["start"], batches, 4, lr)
     diff = max((p - q).abs().max().item() for p, q in zip(run["model"].parameters(),
                                                           ref.parameters(), strict=True))
     buggy = diff > 1e-5
-    detail = f"differ from two big-batch steps (max abs diff {fmt(diff, 2)})" if buggy else (
-        "match two big-batch steps (max abs diff below 1e-5)")
-    return Symptom(f"weights after 8 micro-batches {detail}", buggy, {"max_diff": diff})
+    steps = {1: "one", 2: "two", 3: "three", 4: "four"}.get(len(batches) // 4, len(batches) // 4)
+    detail = f"differ from {steps} big-batch steps (max abs diff {fmt(diff, 2)})" if buggy else (
+        f"match {steps} big-batch steps (max abs diff below 1e-5)")
+    return Symptom(f"weights after {len(batches)} micro-batches {detail}", buggy, {"max_diff": diff})
 
 
 ACCUM = Drill(
@@ -152,7 +173,7 @@ ACCUM = Drill(
         "What is wrong?",
         "Never zeroed, never divided, and it steps after batch 1",
         ("Nothing: accumulating only changes speed, never the result",
-         "optimizer.step() belongs inside every micro-batch iteration",
+         "The learning rate must be divided by 4 to match a big batch",
          "backward() must wait until all 4 losses are summed"),
         "accumulation must sum a quarter of each micro-batch's gradient over exactly 4 "
         "micro-batches, step, then zero"),
@@ -164,6 +185,19 @@ ACCUM = Drill(
                 "Fixed: loss / 4, step when (step + 1) % 4 == 0, then zero_grad().",
     source="R61 in references.md; a classic interview question on gradient accumulation",
     exercise="07.accumulate",
+    variants=(
+        Variant("a 6-input, 2-output regressor on micro-batches of 3",
+                {"model": "regressor", "micro_batches": "chunks", "start": "initial"},
+                (("nn.Linear(8, 1)", "nn.Linear(6, 2)"),
+                 ("torch.randn(4, 8), torch.randn(4, 1)", "torch.randn(3, 6), torch.randn(3, 2)"))),
+        Variant("12 micro-batches, a smaller learning rate",
+                {"x": "inputs", "y": "targets"},
+                (("lr=0.1)", "lr=0.05)"), ("for _ in range(8)", "for _ in range(12)"))),
+        Variant("a two-layer model",
+                {"model": "net", "x": "features", "y": "labels", "micro_batches": "shards"},
+                (("model = nn.Linear(8, 1)",
+                  "model = nn.Sequential(nn.Linear(8, 4), nn.Tanh(), nn.Linear(4, 1))"),)),
+    ),
 )
 
 # --- in-place op breaks autograd -----------------------------------------------------------------
@@ -222,6 +256,20 @@ INPLACE = Drill(
                 "through .data or under no_grad() escape the check and do give silently wrong "
                 "gradients.",
     source="R63 in references.md (autograd mechanics: in-place correctness checks)",
+    variants=(
+        Variant("a wider layer, a batch of 2",
+                edits=(("nn.Linear(8, 8)", "nn.Linear(16, 16)"),
+                       ("torch.randn(4, 8)", "torch.randn(2, 16)"))),
+        Variant("the residual inside a block function",
+                edits=(("h = torch.sigmoid(layer(x))", "def block(x):\n    h = torch.sigmoid(layer(x))"),
+                       ("\nh += x\n", "\n    h += x\n    return h\nh = block(x)\n"),
+                       ("\nh = h + x", "\n    h = h + x"),
+                       ("output is intact\n", "output is intact\n    return h\nh = block(x)\n"))),
+        Variant("token embeddings as the input",
+                edits=(("torch.manual_seed(0)", "torch.manual_seed(1)"),
+                       ("x = torch.randn(4, 8)",
+                        "x = nn.Embedding(20, 8)(torch.tensor([3, 7, 1, 12]))"))),
+    ),
 )
 
 DRILLS = (ZERO_GRAD, ACCUM, INPLACE)
