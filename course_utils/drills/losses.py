@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, fmt, shuffled_question
 
 # --- double softmax ------------------------------------------------------------------------------
 
@@ -43,13 +43,15 @@ def softmax_floor(classes: int) -> float:
 def _double_measure(run: CodeRun) -> Symptom:
     import torch.nn.functional as F
 
-    floor = softmax_floor(10)
     reported = run["loss"].item()
     with torch.no_grad():
-        true = F.cross_entropy(run["model"](run["x"]), run["y"]).item()
+        logits = run["model"](run["x"])
+        true = F.cross_entropy(logits, run["y"]).item()
+    classes, steps = logits.shape[-1], run["step"] + 1
+    floor = softmax_floor(classes)
     stuck = reported >= floor - 1e-6
-    return Symptom(f"reported loss after 60 steps {reported:.3f} (floor for 10 classes "
-                   f"log(1 + 9/e) = {floor:.3f}); true cross-entropy {true:.3f}", stuck,
+    return Symptom(f"reported loss after {steps} steps {reported:.3f} (floor for {classes} classes "
+                   f"log(1 + {classes - 1}/e) = {floor:.3f}); true cross-entropy {true:.3f}", stuck,
                    {"reported": reported, "true": true, "floor": floor})
 
 
@@ -77,6 +79,22 @@ DOUBLE = Drill(
                 "loss cannot fall below log(1 + (C-1)/e) and the gradients shrink.",
     source="R62 in references.md (CrossEntropyLoss expects unnormalized logits)",
     exercise="07.logits_loss",
+    variants=(
+        Variant("5 classes",
+                {"x": "features", "y": "labels", "model": "classifier"},
+                (("torch.randn(128, 10)", "torch.randn(96, 5)"),
+                 ("nn.Linear(10, 10)", "nn.Linear(5, 5)"))),
+        Variant("a hidden layer, 80 steps",
+                {"model": "net"},
+                (("nn.Linear(10, 10)", "nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 10))"),
+                 ("range(60)", "range(80)"))),
+        Variant("nn.CrossEntropyLoss, the softmax as a method",
+                {"x": "inputs", "y": "targets", "optimizer": "opt"},
+                (("optimizer = torch.optim.SGD(model.parameters(), lr=1.0)",
+                  "optimizer = torch.optim.SGD(model.parameters(), lr=1.0)\ncriterion = nn.CrossEntropyLoss()"),
+                 ("F.softmax(model(x), dim=-1)", "model(x).softmax(dim=-1)"),
+                 ("F.cross_entropy(", "criterion("))),
+    ),
 )
 
 # --- softmax over the wrong dimension -------------------------------------------------------------
@@ -120,7 +138,7 @@ DIM = Drill(
         "Normalises across the batch, so sequences compete",
         ("Normalises over the vocabulary: dim 0 is the default",
          "Normalises each sequence over its positions",
-         "Nothing different: softmax gives the same result on any dim"),
+         "Normalises each sequence's logits as one flat vector"),
         "softmax normalises along the dimension you name; for next-token probabilities that is "
         "the vocabulary, dim=-1"),
     hints=("Sum probs over the vocabulary: do you get 1?",
@@ -129,6 +147,21 @@ DIM = Drill(
                 "sequences compete with each other and a position's probabilities no longer sum "
                 "to 1; the argmax can pick a different token. Use dim=-1 (the vocabulary).",
     source="lesson 07 (softmax normalises along the dim it is given)",
+    variants=(
+        Variant("a batch of 3, 4 positions, 11 tokens",
+                {"next_token": "predicted"},
+                (("torch.randn(2, 5, 7)", "torch.randn(3, 4, 11)"),)),
+        Variant("logits from a linear head",
+                {"next_token": "choice"},
+                (("logits = torch.randn(2, 5, 7)",
+                  "hidden = torch.randn(4, 6, 16)\nhead = torch.nn.Linear(16, 9)\nlogits = head(hidden)"),)),
+        Variant("softmax as a method, max(...).indices",
+                {"next_token": "tokens"},
+                (("torch.randn(2, 5, 7)", "torch.randn(8, 3, 5) * 2"),
+                 ("F.softmax(logits, dim=0)", "logits.softmax(dim=0)"),
+                 ("F.softmax(logits, dim=-1)", "logits.softmax(dim=-1)"),
+                 ("probs.argmax(dim=-1)", "probs.max(dim=-1).indices"))),
+    ),
 )
 
 # --- a loss mask that broadcasts ------------------------------------------------------------------
@@ -188,6 +221,23 @@ MASK = Drill(
                 "shape, and divide the masked sum by mask.sum().",
     source="R66 in references.md (broadcasting semantics)",
     exercise="07.masked_token_mean",
+    variants=(
+        Variant("3 sequences of up to 8 tokens",
+                edits=(("B, S = 4, 6", "B, S = 3, 8"),
+                       ("torch.tensor([6, 4, 3, 1])", "torch.tensor([8, 5, 2])"))),
+        Variant("per-token cross-entropy from a vocabulary of 5",
+                edits=(("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
+                       ("loss_per_token = torch.rand(B, S)",
+                        "logits, targets = torch.randn(B, S, 5), torch.randint(0, 5, (B, S))\n"
+                        "loss_per_token = F.cross_entropy(logits.transpose(1, 2), targets, "
+                        "reduction=\"none\")"))),
+        Variant("the mask made with unsqueeze, 5 sequences",
+                {"lengths": "lens"},
+                (("B, S = 4, 6", "B, S = 5, 7"),
+                 ("torch.tensor([6, 4, 3, 1])", "torch.tensor([7, 2, 5, 1, 6])"),
+                 ("(torch.arange(S) < lengths[:, None])[:, None, :]",
+                  "(torch.arange(S)[None, :] < lengths[:, None]).unsqueeze(1)"))),
+    ),
 )
 
 DRILLS = (DOUBLE, DIM, MASK)
