@@ -18,6 +18,7 @@ from course_utils.course.drill_mode import (
     pick,
     record_session,
 )
+from course_utils.course.drill_scoring import time_limit
 
 
 class FakeClock:
@@ -166,13 +167,29 @@ def test_the_drill_text_hides_the_title_that_would_name_the_bug():
 # --- the widget -------------------------------------------------------------------------------------
 
 
+def test_each_drill_gets_a_clock_that_fits_its_length():
+    drills_by_length = sorted(drills.timed_pool(), key=lambda d: len(d.buggy_code.splitlines()))
+    short, long = time_limit(drills_by_length[0]), time_limit(drills_by_length[-1])
+    assert 90 <= short < long <= SECONDS and short % 15 == long % 15 == 0
+    clock = FakeClock()
+    session = DrillSession(seed=5, count=2, clock=clock)
+    first = session.drills[0]
+    session.start()
+    clock.now += time_limit(first) - 1
+    result_text = session.answer(right(first), "the loss says it")
+    assert "late" not in result_text and session.results[0].limit == time_limit(first)
+    fixed = DrillSession(seed=5, count=2, seconds=60)
+    assert fixed.seconds == 60 and "1:00 each" in fixed.text()
+
+
 def test_the_widget_has_a_clock_that_ticks_in_the_browser():
     import ipywidgets as w
 
     session = DrillSession(seed=3, count=2)
     session.widget()
     ui = session.controls
-    assert isinstance(ui.clock, w.Play) and ui.clock.interval == 1000 and ui.clock.max == SECONDS
+    assert isinstance(ui.clock, w.Play) and ui.clock.interval == 1000
+    assert ui.clock.max == time_limit(session.drills[0]) == session.seconds
     linked = {(link.source, link.target) for link in ui.links}
     assert linked == {((ui.clock, "value"), (ui.bar, "value")),
                       ((ui.clock, "value"), (ui.counter, "value"))}
@@ -198,6 +215,7 @@ def test_the_widget_serves_grades_and_records_a_round():
             assert not ui.next.disabled
             ui.next.click()
             assert ui.clock.playing and ui.clock.value == 0
+            assert ui.clock.max == ui.bar.max == time_limit(session.drills[1])
     assert ui.next.disabled and not ui.finish.disabled
     ui.finish.click()
     assert history()["sessions"][-1]["score"] == 1.0

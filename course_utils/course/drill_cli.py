@@ -75,7 +75,7 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     out.write(f"Timed drills: {len(session.drills)} drills "
               f"({'category ' + session.category if session.category else 'all categories'}, seed "
               f"{session.seed}; repeat this round with --seed {session.seed}), "
-              f"{clock_text(session.seconds)} each.\nWrite a hypothesis first, then answer with a "
+              f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "
               "letter. ? runs the buggy code and shows its symptom; q ends the round.\n")
     text: str | None = session.start()
     try:

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 
 from course_utils.core import progress
-from course_utils.course.drill_scoring import SECONDS, Result, per_category
+from course_utils.course.drill_scoring import Result, per_category
 
 KEY = "drill_sessions"
 MAX_SESSIONS = 200  # sessions kept in the history (the oldest are dropped)
@@ -32,13 +32,14 @@ def history() -> dict:
 
 
 def record_session(results: list[Result], seed: int, category: str | None = None,
-                   source: str = "notebook", seconds: int = SECONDS) -> dict:
+                   source: str = "notebook") -> dict:
     """Add a finished round to the history (other progress keys are kept); return its entry."""
     if not results:
         raise ValueError("a round with no answered drill is not recorded")
     points = sum(r.points for r in results)
+    mean_clock = round(sum(r.limit for r in results) / len(results))
     entry = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "source": source, "seed": seed,
-             "category": category, "seconds_per_drill": seconds, "count": len(results),
+             "category": category, "seconds_per_drill": mean_clock, "count": len(results),
              "right": sum(r.right for r in results), "points": points,
              "score": round(points / len(results), 4), "drills": [asdict(r) for r in results]}
     with progress.update() as data:

@@ -1,8 +1,9 @@
-"""Timed drill mode (lesson 08): drills from the bank in a seeded random order, five minutes each.
+"""Timed drill mode (lesson 08): drills lesson 07 did not show, in a seeded order and form, each
+on a clock that fits its length.
 
 ``DrillSession(seed=8, count=5)`` picks drills from ``course_utils.drills`` (all categories, or
 one) in an order fixed by the seed. Displayed in a notebook it is a widget: *Start drill* shows the
-first drill's code and starts a five-minute clock that counts in the browser (an ipywidgets ``Play``
+first drill's code and starts its clock that counts in the browser (an ipywidgets ``Play``
 linked in JavaScript to a progress bar and a seconds counter, so it ticks while the kernel is busy);
 the lesson 07 spot-the-bug card takes a hypothesis, then the diagnosis; *Submit* grades it and stops
 the clock, *Reveal* shows the fix; *Next drill* serves the next one; *Finish round* scores the round
@@ -43,6 +44,7 @@ from course_utils.course.drill_scoring import (
     letter_index,
     pick,
     score_table,
+    time_limit,
 )
 from course_utils.course.drill_widget import FINISH, NEXT, START, build_widget
 from course_utils.drills import Drill, record_answer
@@ -54,15 +56,15 @@ __all__ = ["FINISH", "KEY", "LETTERS", "MAX_SESSIONS", "NEXT", "SECONDS", "START
 
 
 class DrillSession:
-    """A round of timed drills (lesson 08): seeded order, five minutes each, scored and recorded."""
+    """A round of timed drills (lesson 08): seeded order, a clock per drill, scored and recorded."""
 
     def __init__(self, seed: int | None = None, category: str | None = None, count: int | None = 5,
-                 seconds: int = SECONDS, source: str = "notebook",
+                 seconds: int | None = None, source: str = "notebook",
                  clock: Callable[[], float] = time.monotonic):
         self.seed = secrets.randbelow(10_000) if seed is None else seed
         self.category = category_name(category)
         self.drills = pick(self.seed, self.category, count)
-        self.seconds, self.source, self.clock = seconds, source, clock
+        self.fixed_seconds, self.source, self.clock = seconds, source, clock
         self.index = 0
         self.results: list[Result] = []
         self.recorded: dict | None = None
@@ -70,6 +72,13 @@ class DrillSession:
         self._started_at: float | None = None
 
     # --- state ------------------------------------------------------------------------------------
+    @property
+    def seconds(self) -> int:
+        """The current drill's clock (the last drill's once the round is over): its length's
+        estimate (``time_limit``), or the ``seconds`` the session was given for every drill."""
+        drill = self.current or self.drills[-1]
+        return self.fixed_seconds or time_limit(drill)
+
     @property
     def current(self) -> Drill | None:
         """The drill being served (None once the round is over)."""
@@ -135,12 +144,11 @@ class DrillSession:
     def finish(self, record: bool = True) -> str:
         """End the round: record it in the history (once) and return the score table."""
         if record and self.results and self.recorded is None:
-            self.recorded = record_session(self.results, self.seed, self.category, self.source,
-                                           self.seconds)
+            self.recorded = record_session(self.results, self.seed, self.category, self.source)
         return self.table()
 
     def table(self) -> str:
-        return score_table(self.results, self.seconds)
+        return score_table(self.results)
 
     def _need_current(self) -> Drill:
         drill = self.current
@@ -159,13 +167,13 @@ class DrillSession:
         if record_card:
             record_answer(drill.id, right, hypothesis)
         result = Result(drill.id, drill.category, LETTERS[index], right, round(seconds, 1),
-                        seconds > self.seconds)
+                        seconds > self.seconds, self.seconds)
         self.results.append(result)
         return result
 
     def _feedback(self, r: Result) -> str:
         q = self.drills[len(self.results) - 1].question
-        took = f"{clock_text(r.seconds)} of {clock_text(self.seconds)}"
+        took = f"{clock_text(r.seconds)} of {clock_text(r.limit)}"
         if r.late and r.right:
             took += ", late: half a point"
         if r.right:
@@ -178,8 +186,15 @@ class DrillSession:
         """The round as plain text (what a terminal or nbval sees)."""
         where = f"category {self.category}" if self.category else "all categories"
         return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
-                f"{clock_text(self.seconds)} each. Press '{START}' in the widget; from code: "
+                f"{self.clocks_text()}. Press '{START}' in the widget; from code: "
                 "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")
+
+    def clocks_text(self) -> str:
+        """'1:45 to 3:15 on the clock, by length' (or 'm:ss each' when every clock is the same)."""
+        limits = sorted({self.fixed_seconds or time_limit(d) for d in self.drills})
+        if len(limits) == 1:
+            return f"{clock_text(limits[0])} each"
+        return f"{clock_text(limits[0])} to {clock_text(limits[-1])} on the clock, by length"
 
     def __repr__(self) -> str:
         return self.text()

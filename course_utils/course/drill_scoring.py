@@ -12,8 +12,14 @@ from dataclasses import dataclass
 
 from course_utils.drills import CATEGORIES, TAUGHT, Drill, timed_pool
 
-SECONDS = 300  # five minutes per drill
+SECONDS = 300  # the longest clock a drill gets
 LETTERS = "ABCDEFGH"
+
+# A drill's clock fits its length. The estimate: writing the hypothesis (45 s), reading the code
+# carefully (6 s a non-blank line) and the question and choices (3 words a second), with half as
+# much again for running the buggy code or a second look; rounded up to 15 s, between 1:30 and 5:00.
+HYPOTHESIS_S, CODE_LINE_S, WORDS_PER_S, MARGIN = 45, 6, 3, 1.5
+MIN_SECONDS = 90
 
 
 # --- choosing drills ---------------------------------------------------------------------------------
@@ -42,6 +48,15 @@ def pick(seed: int, category: str | None = None, count: int | None = 5) -> list[
     return [_form(drill, rng) for drill in rng.sample(pool, k)]
 
 
+def time_limit(drill: Drill) -> int:
+    """Seconds on the clock for ``drill``: the reading estimate above, from its code and question."""
+    lines = sum(1 for line in drill.buggy_code.splitlines() if line.strip())
+    q = drill.question
+    words = len(" ".join((q.prompt, *q.choices)).split())
+    estimate = MARGIN * (HYPOTHESIS_S + CODE_LINE_S * lines + words / WORDS_PER_S)
+    return int(min(SECONDS, max(MIN_SECONDS, -(-estimate // 15) * 15)))
+
+
 def _form(drill: Drill, rng: random.Random) -> Drill:
     first = 1 if drill.id in TAUGHT.values() and drill.variants else 0
     return drill.variant(rng.randrange(first, drill.forms))
@@ -60,6 +75,7 @@ class Result:
     right: bool
     seconds: float
     late: bool
+    limit: float = SECONDS  # the clock this drill had
 
     @property
     def points(self) -> float:
@@ -83,20 +99,20 @@ def letter_index(drill: Drill, choice: int | str) -> int:
     raise ValueError(f"choice must be a letter A-{LETTERS[n - 1]} or an index 0-{n - 1}, got {choice!r}")
 
 
-def score_table(results: list[Result], seconds: int = SECONDS) -> str:
+def score_table(results: list[Result]) -> str:
     """The round as a text table, with the total and the accuracy per category."""
     if not results:
         return "no drill answered yet"
     width = max(len(r.drill_id) for r in results) + 2
-    lines = [f"  #  {'drill':<{width}}{'category':<13}answer  result  time   points"]
+    lines = [f"  #  {'drill':<{width}}{'category':<13}answer  result  time / clock  points"]
     for i, r in enumerate(results, 1):
         verdict = "right" if r.right else "wrong"
         late = " late" if r.late else ""
         lines.append(f"{i:>3}  {r.drill_id:<{width}}{r.category:<13}{r.choice:<8}{verdict:<8}"
-                     f"{clock_text(r.seconds):<7}{r.points:g}{late}")
+                     f"{clock_text(r.seconds):<5}/ {clock_text(r.limit):<6}{r.points:g}{late}")
     points = sum(r.points for r in results)
     lines.append(f"score: {points:g} of {len(results)} points ({points / len(results):.0%}); "
-                 f"{clock_text(seconds)} per drill, a late right answer counts half")
+                 "each drill's clock fits its length; a late right answer counts half")
     per = per_category(results)
     lines.append("per category: " + ", ".join(f"{c} {v['right']}/{v['answered']}" for c, v in per.items()))
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Timed drill mode as ipywidgets (lesson 08): a five-minute clock that ticks in the browser.
+"""Timed drill mode as ipywidgets (lesson 08): a clock fitted to each drill that ticks in the browser.
 
 An ipywidgets ``Play`` linked in JavaScript to a progress bar and a seconds counter, so the clock
 ticks while the kernel is busy; the lesson 07 spot-the-bug card (``bugcard``) takes the hypothesis
@@ -36,7 +36,7 @@ def build_widget(session: DrillSession):
     links = [w.jslink((clock, "value"), (bar, "value")),  # ticks in the browser, without the kernel
              w.jslink((clock, "value"), (counter, "value"))]
     header = w.HTML()
-    status = w.HTML(f"{clock_text(session.seconds)} per drill. Write a hypothesis before you pick "
+    status = w.HTML(f"{session.clocks_text()}. Write a hypothesis before you pick "
                     f"an answer. Press <b>{START}</b> when ready.")
     start = w.Button(description=START, button_style="primary")
     nxt = w.Button(description=NEXT, disabled=True)
@@ -71,6 +71,7 @@ def build_widget(session: DrillSession):
         card_box.children = [box]
         show_header()
         status.value = f"The clock is running: {clock_text(session.seconds)}."
+        clock.max = bar.max = session.seconds  # this drill's clock, before it restarts
         restart_clock()
 
     def on_start(_):

@@ -61,7 +61,8 @@ def taught_table() -> str:
     to measure (its first hint) and the first line its fix adds (comments and imports left out)."""
     out = []
     for number, drill in enumerate(taught(), 1):
-        added = [code_only(ln[1:]).strip() for ln in FixDiff(drill, context=0).lines[2:] if ln.startswith("+")]
+        diff = FixDiff(drill, context=0).lines[2:]
+        added = [code_only(ln[1:]).strip() for ln in diff if ln.startswith("+")]
         added = [ln for ln in added if ln and not ln.startswith(("import ", "from "))]
         out += [f"{number:>2}  {drill.category:<12} {drill.title}",
                 f"    measure: {drill.hints[0]}",

@@ -47,7 +47,7 @@ QUIZ = Quiz("08", [
         "With no TTY, `course drill` refuses to run unless you pass --stdin. Why?",
         ("It reads answers interactively; a pipe without --stdin is more likely a mistake than a "
          "deliberate script", "It needs a GPU to run the buggy code behind the '?' answer",
-         "The five-minute clock counts only in a browser, so it needs Jupyter",
+         "The drill clock counts only in a browser, so it needs Jupyter",
          "It writes the answers into the lesson's notebook, which must be open"),
         0, "lesson 08: the terminal drills read your hypothesis and answer from the keyboard; "
            "--stdin makes piping answers deliberate (tests feed a full seeded round that way)."),
