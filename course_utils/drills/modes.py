@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, fmt, shuffled_question
 
 DROPOUT_BUGGY = code("""
     import torch
@@ -30,9 +30,9 @@ def _dropout_measure(run: CodeRun) -> Symptom:
     diff = (a - b).abs().max().item()
     flips = (a.argmax(1) != b.argmax(1)).sum().item()
     graph = a.grad_fn is not None
-    buggy = diff > 0
-    return Symptom(f"two predictions of the same 8 inputs differ by up to {fmt(diff)} "
-                   f"(the predicted class flips for {flips} of 8); outputs carry a graph: {graph}", buggy,
+    buggy, n = diff > 0, a.shape[0]
+    return Symptom(f"two predictions of the same {n} inputs differ by up to {fmt(diff)} "
+                   f"(the predicted class flips for {flips} of {n}); outputs carry a graph: {graph}", buggy,
                    {"max_diff": diff, "flips": flips, "graph": graph})
 
 
@@ -61,6 +61,25 @@ DROPOUT = Drill(
                 "before training again.",
     source="R64 in references.md (eval() and no_grad() are separate switches)",
     exercise="07.predict",
+    variants=(
+        Variant("a wider model, 12 inputs",
+                {"x_test": "batch", "first": "pred_a", "second": "pred_b"},
+                (("nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 2)",
+                  "nn.Linear(20, 64), nn.ReLU(), nn.Dropout(0.3), nn.Linear(64, 3)"),
+                 ("torch.randn(8, 16)", "torch.randn(12, 20)"))),
+        Variant("two dropout layers, a 4-class head",
+                {"x_test": "held_out"},
+                (("nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 2)",
+                  "nn.Linear(16, 32), nn.GELU(), nn.Dropout(0.3), nn.Linear(32, 32), nn.GELU(), "
+                  "nn.Dropout(0.3), nn.Linear(32, 4)"),)),
+        Variant("both predictions from one generator",
+                {"x_test": "samples", "model": "classifier"},
+                (("torch.manual_seed(0)", "torch.manual_seed(3)"),
+                 ("    first = model(x_test)\n    second = model(x_test)\n",
+                  "    first, second = (model(x_test) for _ in range(2))\n"),
+                 ("first = model(x_test)\nsecond = model(x_test)\n",
+                  "first, second = (model(x_test) for _ in range(2))\n"))),
+    ),
 )
 
 BATCHNORM_BUGGY = code("""
@@ -114,6 +133,26 @@ BATCHNORM = Drill(
                 "updates its running statistics), so a prediction depends on the batch. "
                 "model.eval() uses the running statistics: one sample, one answer.",
     source="R64 in references.md; BatchNorm uses batch statistics in training mode",
+    variants=(
+        Variant("6 features, 16 hidden units",
+                {"patient": "sample"},
+                (("nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)",
+                  "nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1)"),
+                 ("torch.randn(32, 4)", "torch.randn(32, 6)"), ("torch.randn(1, 4)", "torch.randn(1, 6)"),
+                 ("torch.randn(7, 4)", "torch.randn(7, 6)"))),
+        Variant("a small CNN with BatchNorm2d",
+                {"patient": "scan", "in_batch_a": "score_a", "in_batch_b": "score_b"},
+                (("nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 1)",
+                  "nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(144, 1)"),
+                 ("torch.randn(32, 4)", "torch.randn(32, 1, 8, 8)"),
+                 ("torch.randn(1, 4)", "torch.randn(1, 1, 8, 8)"),
+                 ("torch.randn(7, 4)", "torch.randn(7, 1, 8, 8)"))),
+        Variant("batches of different sizes",
+                {"patient": "query", "in_batch_a": "with_group", "in_batch_b": "with_others"},
+                (("torch.randn(7, 4) + 2", "torch.randn(15, 4) + 2"),
+                 ("torch.randn(7, 4) + 5", "torch.randn(3, 4) - 1"),
+                 ("range(20)", "range(30)"))),
+    ),
 )
 
 DRILLS = (DROPOUT, BATCHNORM)
