@@ -76,17 +76,41 @@ def test_run_all_twice_on_lesson_00_leaves_attempts_and_hints_unchanged(progress
     from tests.conftest import ROOT
 
     path = ROOT / "notebooks" / "00_start_here.ipynb"
+    progress.record_attempt("01.batch_bytes", passed=False, answer_key="mine")  # the learner's own
+    progress.record_hint("01.batch_bytes", 1)
+
+    def counters(book: dict) -> dict:
+        return {"attempts": {k: e["attempts"] for k, e in book.get("exercises", {}).items()},
+                "hints": book.get("hints", {})}
 
     def run_all() -> dict:
         nb = nbformat.read(path, as_version=4)
         client(nb, path, timeout=180, allow_errors=True).execute()  # allow_errors: its demo failure
-        data = progress.load()
-        return {"attempts": {k: e["attempts"] for k, e in data["exercises"].items()},
-                "hints": data["hints"]}
+        return progress.load()
 
+    learner_before = counters(progress.load())
     first = run_all()
-    assert first["attempts"] or first["hints"], "lesson 00 checks and asks for hints"
-    assert run_all() == first
+    assert counters(first) == learner_before, "lesson 00's demo cells counted as the learner's"
+    demo = counters(first["demos"])
+    assert demo["attempts"] == {"00.count_params": 2} and demo["hints"] == {"00.count_params": 2}
+    second = run_all()
+    assert counters(second) == learner_before and counters(second["demos"]) == demo
+
+
+def test_a_demo_check_is_kept_apart_from_the_learners_work(capsys):
+    from course_utils import CheckFailed, bank, check, hint
+
+    reference = bank.get("00.count_params").reference
+    with pytest.raises(CheckFailed):
+        check("00.count_params", lambda model: 0, seed=1)
+    hint("00.count_params")
+    check("00.count_params", reference, seed=1)
+    data = progress.load()
+    assert data["exercises"] == {} and data["hints"] == {}
+    assert data["demos"]["exercises"]["00.count_params"]["attempts"] == 2
+    assert capsys.readouterr().out.startswith("Hint 2/")  # the demo's ladder climbs as a learner's
+    assert progress.status("00.count_params").endswith("after 2 check(s) (a worked demo, not counted)")
+    assert [r[0] for r in progress.rows()] == []
 
 
 def test_course_progress_rows_show_drill_cards_and_rounds(progress_home):
@@ -102,16 +126,29 @@ def test_course_progress_rows_show_drill_cards_and_rounds(progress_home):
     assert rows["  drills: losses"][1] == "25% right"
 
 
-def test_two_writers_at_once_lose_nothing(progress_home):
-    import threading
+def _hammer(prefix: str, n: int, home: str) -> None:
+    """One writer process: ``n`` attempts, a hint and a drill answer, each a separate update."""
+    import os
 
-    def many(prefix: str) -> None:
-        for i in range(25):
-            progress.record_attempt(f"{prefix}.{i}", passed=True)
+    os.environ[progress.ENV_HOME] = home
+    from course_utils.drills import record_answer
 
-    threads = [threading.Thread(target=many, args=(p,)) for p in ("01", "02")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert len(progress.load()["exercises"]) == 50
+    for i in range(n):
+        progress.record_attempt(f"{prefix}.{i}", passed=True)
+        progress.record_hint("01.shared", i + 1)
+    record_answer(f"{prefix}.drill", correct=True)
+
+
+def test_concurrent_writer_processes_lose_no_update(progress_home):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    writers = [ctx.Process(target=_hammer, args=(f"0{k}", 20, str(progress_home))) for k in range(4)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(30)
+    assert [w.exitcode for w in writers] == [0] * 4
+    data = progress.load()
+    assert sorted(data["exercises"]) == sorted(f"0{k}.{i}" for k in range(4) for i in range(20))
+    assert data["hints"] == {"01.shared": 20} and len(data["drills"]) == 4

@@ -50,6 +50,8 @@ def run(fn: Callable, case: Case) -> Outcome:
         return Outcome(error=err, inputs=(args, kwargs))
 
 
+DEMO_LESSON = "00"  # its exercise is the worked demo of check() and hint()
+
 Judge = Callable[[Outcome, Outcome, Case], "str | None"]
 
 
@@ -87,6 +89,12 @@ class Exercise:
     def lesson(self) -> str:
         """The two-digit lesson number the id starts with ("01.batch_bytes" -> "01")."""
         return self.id.split(".", 1)[0]
+
+    @property
+    def demo(self) -> bool:
+        """A worked demo, not an exercise for the learner: lesson 00 writes both answers itself
+        (it has no exercise notebook), so its checks are kept apart from the learner's progress."""
+        return self.lesson == DEMO_LESSON
 
     def cases(self, seed: int) -> list[Case]:
         """Fixed cases first, then ``n_random`` cases drawn from ``seed``."""

@@ -106,14 +106,27 @@ def _now() -> str:
 MAX_REMEMBERED_ANSWERS = 100
 
 
-def record_attempt(exercise_id: str, passed: bool, answer_key: str | None = None) -> None:
+def _book(data: dict, demo: bool) -> dict:
+    """Where an exercise's checks and hints are kept: the learner's own book (the file's top
+    level), or, for a lesson's worked demo (lesson 00: the course wrote both answers), the
+    "demos" book, which ``course progress`` does not count as the learner's work."""
+    book = data.setdefault("demos", {}) if demo else data
+    for key in ("exercises", "hints", "hint_sites"):
+        book.setdefault(key, {})
+    return book
+
+
+def record_attempt(exercise_id: str, passed: bool, answer_key: str | None = None, *,
+                   demo: bool = False) -> None:
     """Count one ``check()`` of a new answer; the first pass is kept with its time.
 
     ``answer_key`` fingerprints the answer's code: checking the same code again (Run All, a
-    re-run cell) updates the last result but is not a new attempt.
+    re-run cell) updates the last result but is not a new attempt. ``demo``: a lesson's worked
+    demo, kept apart from the learner's attempts.
     """
     with update() as data:
-        entry = data["exercises"].setdefault(exercise_id, {"attempts": 0, "passed": False})
+        book = _book(data, demo)
+        entry = book["exercises"].setdefault(exercise_id, {"attempts": 0, "passed": False})
         seen = entry.setdefault("answers", [])
         if answer_key is None or answer_key not in seen:
             entry["attempts"] += 1
@@ -126,29 +139,32 @@ def record_attempt(exercise_id: str, passed: bool, answer_key: str | None = None
             entry["first_passed"] = _now()
 
 
-def next_hint(exercise_id: str, site: str | None, available: int, floor: int = 0) -> int:
+def next_hint(exercise_id: str, site: str | None, available: int, floor: int = 0, *,
+              demo: bool = False) -> int:
     """The hint level to show, climbing one rung per new place that asks (``site``: the calling
     cell and line). The same cell asking again (Run All) sees the level it saw before."""
     with update() as data:
-        sites = data.setdefault("hint_sites", {}).setdefault(exercise_id, {})
+        book = _book(data, demo)
+        hints, sites = book["hints"], book["hint_sites"].setdefault(exercise_id, {})
         if site is not None and site in sites:
             return min(sites[site], available)
-        level = min(max(data["hints"].get(exercise_id, 0), floor) + 1, available)
-        data["hints"][exercise_id] = max(level, data["hints"].get(exercise_id, 0))
+        level = min(max(hints.get(exercise_id, 0), floor) + 1, available)
+        hints[exercise_id] = max(level, hints.get(exercise_id, 0))
         if site is not None:
             sites[site] = level
         return level
 
 
-def record_hint(exercise_id: str, level: int) -> None:
+def record_hint(exercise_id: str, level: int, *, demo: bool = False) -> None:
     """Remember that hints up to ``level`` were shown (a failed check shows the first)."""
     with update() as data:
-        data["hints"][exercise_id] = max(level, data["hints"].get(exercise_id, 0))
+        hints = _book(data, demo)["hints"]
+        hints[exercise_id] = max(level, hints.get(exercise_id, 0))
 
 
-def hint_level(exercise_id: str) -> int:
+def hint_level(exercise_id: str, *, demo: bool = False) -> int:
     """How many hints of an exercise were shown so far."""
-    return load()["hints"].get(exercise_id, 0)
+    return _book(load(), demo)["hints"].get(exercise_id, 0)
 
 
 def record_quiz(lesson: str, score: float) -> None:
@@ -196,9 +212,13 @@ def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
 
 
 def status(exercise_id: str) -> str:
-    """One line on an exercise: passed or not, and how many checks it took."""
-    entry = load()["exercises"].get(exercise_id)
+    """One line on an exercise: passed or not, and how many checks it took (a lesson's worked
+    demo says so: it is not counted as the learner's work)."""
+    data = load()
+    entry, note = data["exercises"].get(exercise_id), ""
+    if entry is None:
+        entry, note = _book(data, True)["exercises"].get(exercise_id), " (a worked demo, not counted)"
     if entry is None:
         return f"{exercise_id}: not attempted"
     state = "passed" if entry["passed"] else "not passed yet"
-    return f"{exercise_id}: {state} after {entry['attempts']} check(s)"
+    return f"{exercise_id}: {state} after {entry['attempts']} check(s){note}"

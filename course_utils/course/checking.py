@@ -91,14 +91,14 @@ def check(exercise_id: str, answer: Callable, *, seed: int | None = None) -> Non
         raise NotSolved(exercise_id) from None
     key = answer_key(answer)
     if failure is None:
-        progress.record_attempt(exercise_id, passed=True, answer_key=key)
+        progress.record_attempt(exercise_id, passed=True, answer_key=key, demo=exercise.demo)
         n_fixed = len(exercise.fixed())
         n_random = exercise.n_random if exercise.random else 0
         print(f"✔ {exercise_id} passed: {n_fixed} fixed + {n_random} random cases.")
         return
-    progress.record_attempt(exercise_id, passed=False, answer_key=key)
+    progress.record_attempt(exercise_id, passed=False, answer_key=key, demo=exercise.demo)
     if exercise.hints:
-        progress.record_hint(exercise_id, 1)  # the failure shows the first hint
+        progress.record_hint(exercise_id, 1, demo=exercise.demo)  # the failure shows the first hint
     raise CheckFailed(exercise, failure.case, _shown(failure.expected), _shown(failure.got),
                       failure.problem, seed)
 
@@ -146,6 +146,6 @@ def hint(exercise_id: str) -> None:
     if not exercise.hints:
         print(f"{exercise_id} has no hints.")
         return
-    level = progress.next_hint(exercise_id, _call_site(), len(exercise.hints))
+    level = progress.next_hint(exercise_id, _call_site(), len(exercise.hints), demo=exercise.demo)
     tail = " (last hint)" if level == len(exercise.hints) else " (the next one: hint() in a new cell)"
     print(f"Hint {level}/{len(exercise.hints)} for {exercise_id}{tail}: {exercise.hints[level - 1]}")
