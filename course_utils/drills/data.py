@@ -3,7 +3,7 @@ normalisation constants for another kind of data."""
 
 from __future__ import annotations
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 
 SHUFFLE_BUGGY = code("""
     import torch
@@ -40,11 +40,14 @@ def _shuffle_measure(run: CodeRun) -> Symptom:
     with torch.no_grad():
         pred = run["model"](run["x"]).argmax(1)
     acc = (pred == run["y"]).float().mean().item()
-    counts = torch.bincount(pred, minlength=3).tolist()
+    classes = run["centers"].shape[0]
+    counts = torch.bincount(pred, minlength=classes).tolist()
+    truth = torch.bincount(run["y"], minlength=classes).tolist()
+    data = f"{truth[0]} each" if len(set(truth)) == 1 else f"{truth}"
     single = sum(c == 1 for c in run["batch_classes"])
     total = len(run["batch_classes"])
     return Symptom(f"{single} of {total} batches hold a single class; accuracy {acc:.2f}; "
-                   f"predictions per class {counts} (200 each in the data)", single == total,
+                   f"predictions per class {counts} ({data} in the data)", single > total / 2,
                    {"single_class_batches": single, "accuracy": acc, "predicted": counts})
 
 
@@ -72,6 +75,21 @@ SHUFFLE = Drill(
                 "pile up on the class seen last. Shuffle the training loader (with a seeded "
                 "generator for reproducibility).",
     source="R65 in references.md (DataLoader: shuffle defaults to False)",
+    variants=(
+        Variant("4 classes of 150",
+                {"loader": "train_loader", "model": "clf"},
+                (("torch.tensor([[1.0, 0.0], [-0.5, 0.87], [-0.5, -0.87]])",
+                  "torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])"),
+                 ("torch.arange(3).repeat_interleave(200)", "torch.arange(4).repeat_interleave(150)"),
+                 ("nn.Linear(2, 3)", "nn.Linear(2, 4)"))),
+        Variant("batches of 40, three epochs",
+                {"x": "points", "y": "labels", "optimizer": "opt"},
+                (("batch_size=50", "batch_size=40"), ("range(2)", "range(3)"))),
+        Variant("labels drawn at random, then sorted",
+                {"x": "features", "y": "targets", "batch_classes": "seen"},
+                (("torch.arange(3).repeat_interleave(200)", "torch.randint(0, 3, (600,)).sort().values"),
+                 ("lr=1.0)", "lr=0.5)"))),
+    ),
 )
 
 LEAK_BUGGY = code("""
@@ -133,6 +151,23 @@ LEAK = Drill(
                 "train, apply to everything else.",
     source="lesson 07; a classic interview question (fit preprocessing on the training split only)",
     exercise="07.split_normalise",
+    variants=(
+        Variant("600 rows of 5 features, the last 120 held out",
+                {"data": "table", "normed": "scaled"},
+                (("torch.randn(1000, 3) * 4 + 10", "torch.randn(600, 5) * 2 - 3"),
+                 ("data[800:] += 3", "data[480:] += 2"),
+                 ("normed[:800], normed[800:]", "normed[:480], normed[480:]"),
+                 ("data[:800], data[800:]", "data[:480], data[480:]"))),
+        Variant("torch.std_mean",
+                {"data": "readings", "train": "fit_rows", "test": "eval_rows"},
+                (("mean, std = data.mean(0), data.std(0)", "std, mean = torch.std_mean(data, dim=0)"),
+                 ("mean, std = train_raw.mean(0), train_raw.std(0)",
+                  "std, mean = torch.std_mean(train_raw, dim=0)"))),
+        Variant("a drifting sensor (a random walk)",
+                {"data": "signal", "normed": "standard"},
+                (("torch.randn(1000, 3) * 4 + 10", "torch.randn(1000, 3).cumsum(0) * 0.2 + 10"),
+                 ("data[800:] += 3", "data[800:] += 1"))),
+    ),
 )
 
 CONSTANTS_BUGGY = code("""
@@ -181,6 +216,25 @@ CONSTANTS = Drill(
                 "layer saturates and training crawls. Scale to [0, 1] first, or compute the "
                 "constants from your own training split.",
     source="R67 in references.md (the ImageNet mean and std are for pixels scaled to [0, 1])",
+    variants=(
+        Variant("4 images of 32 x 32",
+                {"images": "pixels", "x": "inputs"},
+                (("(16, 3, 8, 8)", "(4, 3, 32, 32)"),)),
+        Variant("channels-last pixels, permuted",
+                {"images": "frames", "x": "batch"},
+                (("torch.randint(0, 256, (16, 3, 8, 8), dtype=torch.uint8)",
+                  "torch.randint(0, 256, (6, 8, 8, 3), dtype=torch.uint8).permute(0, 3, 1, 2)"),)),
+        Variant("a normalize function, constants broadcast with [:, None, None]",
+                {"images": "photos"},
+                (("torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)",
+                  "torch.tensor([0.485, 0.456, 0.406])[:, None, None]"),
+                 ("torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)",
+                  "torch.tensor([0.229, 0.224, 0.225])[:, None, None]"),
+                 ("x = (images.float() - mean) / std",
+                  "def normalize(t):\n    return (t - mean) / std\nx = normalize(images.float())"),
+                 ("x = (images.float() / 255 - mean) / std",
+                  "def normalize(t):\n    return (t - mean) / std\nx = normalize(images.float() / 255)"))),
+    ),
 )
 
 DRILLS = (SHUFFLE, LEAK, CONSTANTS)
