@@ -53,7 +53,16 @@ def test_the_widget_submit_button_scores_and_records():
 def test_the_display_has_a_short_text_stand_in_for_nbval():
     bundle = quiz("01")._repr_mimebundle_()
     assert bundle["text/plain"].startswith("Quiz 01: 5 questions")
+    assert "Submit" not in bundle["text/plain"]  # the text stands in where there is no button
     assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_the_widget_shows_code_as_code_and_no_raw_backticks():
+    q = Quiz("99", [Question("Where does `x.cpu()` <wait>?", ("in `a`", "b"), 0, "`why`")])
+    box = QuizView(q).widget()
+    prompt, radio = box.children[0], box.children[1]
+    assert prompt.value == "<b>Q1.</b> Where does <code>x.cpu()</code> &lt;wait&gt;?"
+    assert sorted(radio.options) == ["b", "in a"]
 
 
 def test_an_unknown_lesson_has_no_quiz():

@@ -7,7 +7,9 @@ same position and every run shows the same order. The widget that displays a qui
 
 from __future__ import annotations
 
+import html
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +19,14 @@ from course_utils.core import progress
 def plain(text: str) -> str:
     """Markdown's code marks dropped, for text shown as plain output."""
     return text.replace("`", "")
+
+
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def as_html(text: str) -> str:
+    """Text escaped for HTML, its `code` spans as <code> (no raw backticks on the learner's screen)."""
+    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text, quote=False)).replace("`", "")
 
 
 @dataclass(frozen=True)
@@ -74,5 +84,5 @@ class Quiz:
 
     def summary(self) -> str:
         """One line naming the quiz, for a text-only display."""
-        return (f"Quiz {self.lesson}: {len(self.questions)} questions. Pick an answer for each, "
-                f"then press Submit ({progress.PASS_MARK:.0%} completes the lesson).")
+        return (f"Quiz {self.lesson}: {len(self.questions)} questions; {progress.PASS_MARK:.0%} "
+                "completes the lesson. Run this cell in JupyterLab to answer them.")

@@ -8,7 +8,7 @@ scoring without a widget (tests and scripts).
 from __future__ import annotations
 
 from course_utils.core import progress
-from course_utils.core.questions import Question, Quiz
+from course_utils.core.questions import Question, Quiz, as_html, plain
 
 __all__ = ["Question", "Quiz", "QuizView", "quiz"]
 
@@ -27,8 +27,8 @@ class QuizView:
         import ipywidgets as w
 
         quiz = self.quiz
-        groups = [w.RadioButtons(options=list(q.choices), value=None, layout={"width": "auto"})
-                  for q in quiz.questions]
+        groups = [w.RadioButtons(options=[plain(c) for c in q.choices], value=None,
+                                 layout={"width": "auto"}) for q in quiz.questions]
         submit, out = w.Button(description="Submit", button_style="primary"), w.Output()
 
         def on_submit(_):
@@ -43,7 +43,7 @@ class QuizView:
         submit.on_click(on_submit)
         rows = []
         for i, (q, g) in enumerate(zip(quiz.questions, groups, strict=True), 1):
-            rows += [w.HTML(f"<b>Q{i}.</b> {q.prompt}"), g]
+            rows += [w.HTML(f"<b>Q{i}.</b> {as_html(q.prompt)}"), g]
         return w.VBox([*rows, submit, out])
 
     def _repr_mimebundle_(self, **kwargs):
