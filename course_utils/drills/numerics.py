@@ -9,6 +9,8 @@ import re
 import torch
 
 from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
+from course_utils.drills.numerics_forms import (ANOMALY_FORMS, EXPLODE_FORMS, LOG_FORMS, LR_FORMS,
+                                                NORM_FORMS)
 
 # --- learning rate too high ----------------------------------------------------------------------
 
@@ -81,6 +83,7 @@ LR = Drill(
                 "overflows float32 to inf and inf - inf gives NaN. Lower the learning rate (10x), "
                 "add warmup, or clip gradients.",
     source="lesson 07 (a step too large for the curvature)",
+    variants=LR_FORMS,
 )
 
 # --- log(0) -------------------------------------------------------------------------------------
@@ -144,6 +147,7 @@ LOG = Drill(
                 "avoids the inf but caps the loss at 18.4 and flattens its gradient.",
     source="R62 in references.md (cross_entropy applies log_softmax to logits)",
     exercise="07.log_probs",
+    variants=LOG_FORMS,
 )
 
 # --- division by a zero norm --------------------------------------------------------------------
@@ -185,7 +189,7 @@ NORM = Drill(
         "That row's norm is 0, and 0 / 0 is NaN",
         ("norm() overflows float32 for 8 features",
          "keepdim=True broadcasts the norms the wrong way",
-         "randn sometimes produces NaN values"),
+         "dim=-1 takes each column's norm, not each row's"),
         "a zero vector has no direction; divide by max(norm, eps) so zero rows stay zero"),
     hints=("Print x.norm(dim=-1): which row is 0?",
            "F.normalize divides by max(norm, eps)."),
@@ -195,6 +199,7 @@ NORM = Drill(
                 "norm is tiny.",
     source="lesson 07 (a zero norm divides 0 by 0)",
     exercise="07.unit_rows",
+    variants=NORM_FORMS,
 )
 
 # --- exploding gradients -------------------------------------------------------------------------
@@ -259,6 +264,7 @@ EXPLODE = Drill(
                 "step; fixing the initialisation is the deeper cure.",
     source="R73 in references.md (clip_grad_norm_)",
     exercise="07.clipped_step",
+    variants=EXPLODE_FORMS,
 )
 
 # --- anomaly detection ---------------------------------------------------------------------------
@@ -306,9 +312,9 @@ ANOMALY = Drill(
         "detect_anomaly() reports 'LogBackward0 returned nan values' although the forward output "
         "is finite. Why?",
         "where() still backpropagates into log(0): 0 times 1/0 is NaN",
-        ("detect_anomaly itself introduces the NaN that it then reports",
-         "sum() of a where() result has no defined gradient",
-         "requires_grad=True makes torch.log run in place"),
+        ("log(-1.0) is NaN in the forward pass, and where() passes it on to the loss",
+         "An in-place op changed a tensor that log saved for backward",
+         "The gradient overflows float32 to inf, then turns NaN"),
         "where() picks values in the forward pass, but both branches are computed and both "
         "receive a gradient (zero for the unpicked one); 0 * inf = NaN"),
     hints=("Which input of log is 0 or negative?",
@@ -319,6 +325,7 @@ ANOMALY = Drill(
                 "the first backward function that returns NaN and shows the forward line that "
                 "created it. Fix the input of log: where(x > 0, log(where(x > 0, x, 1)), 0).",
     source="R72 in references.md (torch.autograd.detect_anomaly)",
+    variants=ANOMALY_FORMS,
 )
 
 DRILLS = (LR, LOG, NORM, EXPLODE, ANOMALY)
