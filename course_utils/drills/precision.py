@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, fmt, shuffled_question
 
 FP16_BUGGY = code("""
     import torch
@@ -87,6 +87,23 @@ FP16 = Drill(
                 "clip_grad_norm_.",
     source="R68, R69, R70, R71 in references.md (float16 range, torch.amp, AMP examples, "
            "grad_scaler.py)",
+    variants=(
+        Variant("a wider model, the outliers at step 2",
+                {"model": "net", "losses": "history", "x": "batch", "y": "target"},
+                (("nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)",
+                  "nn.Linear(16, 128), nn.ReLU(), nn.Linear(128, 1)"),
+                 ("step == 3", "step == 2"))),
+        Variant("32 features, a GELU, outliers x 2000",
+                {"x": "inputs", "y": "targets"},
+                (("nn.Linear(16, 64), nn.ReLU()", "nn.Linear(32, 64), nn.GELU()"),
+                 ("torch.randn(32, 16)", "torch.randn(32, 32)"), ("x * 1000", "x * 2000"))),
+        Variant("zero_grad first in the loop, 10 steps",
+                {"losses": "curve"},
+                (("range(8)", "range(10)"), ("step == 3", "step == 5"),
+                 ("    x = torch.randn(32, 16)\n", "    optimizer.zero_grad()\n    x = torch.randn(32, 16)\n"),
+                 ("    optimizer.zero_grad()\n    loss.backward()", "    loss.backward()"),
+                 ("    optimizer.zero_grad()\n    scaler.scale", "    scaler.scale"))),
+    ),
 )
 
 DRILLS = (FP16,)
