@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 
 MISMATCH_BUGGY = code("""
     import torch
@@ -41,7 +41,7 @@ MISMATCH = Drill(
         "x stayed on the CPU; the model is on the GPU",
         ("The batch of 32 is too large for the GPU's memory",
          "Unified memory should share tensors, so this is a driver bug",
-         "model.to() moves the weights but not the biases"),
+         "The model must be moved after its inputs, not before"),
         "placement is explicit: move (or create) every tensor a model meets on the model's "
         "device, inputs and labels alike"),
     hints=("Compare x.device with next(model.parameters()).device.",
@@ -53,6 +53,19 @@ MISMATCH = Drill(
                 "the device in one place.",
     source="lesson 01 (require_same_device)",
     emulated="the 'meta' device stands in for mps/cuda on a machine without a GPU",
+    variants=(
+        Variant("a 10-class head on 128 features",
+                edits=(("nn.Linear(768, 3)", "nn.Linear(128, 10)"),
+                       ("torch.randn(32, 768", "torch.randn(16, 128"))),
+        Variant("an MLP classifier",
+                {"out": "logits"},
+                (("nn.Linear(768, 3)", "nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))"),
+                 ("torch.randn(32, 768", "torch.randn(8, 64"))),
+        Variant("a GRU over sequences",
+                {"out": "states"},
+                (("nn.Linear(768, 3)", "nn.GRU(8, 16, batch_first=True)"),
+                 ("torch.randn(32, 768", "torch.randn(2, 5, 8"), ("out = model(x)", "out, _ = model(x)"))),
+    ),
 )
 
 DRILLS = (MISMATCH,)
