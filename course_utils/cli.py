@@ -20,22 +20,28 @@ def _doctor(args) -> int:
 
 
 NEWS_SETTING = ("@jupyterlab/apputils-extension:notification", "fetchNews")
+NEWS_OVERRIDE = "mps-detective.json"  # the course's own file among JupyterLab's settings overrides
 
 
-def quiet_news(prefix: Path = Path(sys.prefix)) -> Path:
-    """Answer JupyterLab's "receive official Jupyter news?" prompt with no, in this environment's
-    settings overrides (kept: any other override already there)."""
+def quiet_news(app_dir: Path | None = None) -> Path | None:
+    """Answer JupyterLab's "get notified about official Jupyter news?" prompt with no, before it
+    is asked: a default in the lab's ``settings/overrides.d`` (read at start-up; no network call;
+    a choice the learner makes in Settings still wins). ``app_dir``: JupyterLab's application
+    folder (default: this environment's). Returns the file, or None where it cannot be written."""
     import json
 
-    path = prefix / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    try:
-        overrides = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        overrides = {}
+    from course_utils.core.files import write_atomically
+
+    if app_dir is None:
+        from jupyterlab.commands import get_app_dir
+
+        app_dir = Path(get_app_dir())
     plugin, key = NEWS_SETTING
-    overrides.setdefault(plugin, {})[key] = "false"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(overrides, indent=2), encoding="utf-8")
+    path = Path(app_dir) / "settings" / "overrides.d" / NEWS_OVERRIDE
+    try:
+        write_atomically(path, json.dumps({plugin: {key: "false"}}, indent=2))
+    except OSError:  # a read-only, shared environment: JupyterLab then asks once, as it always did
+        return None
     return path
 
 

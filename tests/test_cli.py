@@ -78,7 +78,8 @@ def test_check_grades_the_solution_as_all_pass_and_leaves_the_file_untouched(cou
 
 
 @pytest.mark.slow
-def test_check_reports_unsolved_and_failed_exercises_whether_or_not_check_ran(course):
+def test_check_reports_unsolved_and_failed_exercises_whether_or_not_check_ran(course, capfd,
+                                                                              progress_home):
     path = start("01", root=course)
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:  # a wrong answer to batch_bytes; delete the read_report check
@@ -87,11 +88,17 @@ def test_check_reports_unsolved_and_failed_exercises_whether_or_not_check_ran(co
         if 'check("01.read_report"' in cell.source:
             cell.source = "pass"
     nbformat.write(nb, path)
-    results = {r.exercise_id: r for r in check_notebook(path)}
-    assert results["01.choose_device"].result == "unsolved"
-    assert results["01.batch_bytes"].result == "fail"
-    assert "failed on case" in results["01.batch_bytes"].detail
-    assert results["01.read_report"].result == "unsolved"  # graded by its function, as course grade does
+    assert cli.main(["check", str(path)]) == 1
+    shown = capfd.readouterr()
+    lines = {line.split()[0]: line for line in shown.out.splitlines() if line.startswith("01.")}
+    unsolved = "unsolved     not solved yet: replace the NotImplementedError in its cell"
+    assert lines["01.choose_device"] == f"{'01.choose_device':<22} {unsolved}"  # one line each
+    assert lines["01.read_report"].endswith(unsolved)  # graded by its function, as course grade does
+    assert "fail" in lines["01.batch_bytes"] and "failed on case" in lines["01.batch_bytes"]
+    assert len(shown.out.splitlines()) == 6  # four exercises, a blank line, the total
+    assert shown.err == ""  # no traceback, no kernel or reference warnings
+    assert "course_utils" not in shown.out and "Traceback" not in shown.out
+    assert not progress_home.exists()  # course check is no attempt of the learner's
 
 
 def run_cli(*args):
@@ -150,12 +157,24 @@ def test_build_exercises_check_fails_on_a_stale_copy(course, monkeypatch, capsys
     assert cli.main(["build-exercises", "--check"]) == 0
 
 
-def test_course_lab_turns_the_news_prompt_off_and_keeps_other_overrides(tmp_path):
+def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(tmp_path):
+    from jupyterlab_server.settings_utils import get_settings
+
     from course_utils.cli import NEWS_SETTING, quiet_news
 
-    settings = tmp_path / "share" / "jupyter" / "lab" / "settings"
-    settings.mkdir(parents=True)
-    (settings / "overrides.json").write_text('{"@jupyterlab/x:y": {"a": 1}}')
-    written = json.loads(quiet_news(tmp_path).read_text())
-    assert written[NEWS_SETTING[0]][NEWS_SETTING[1]] == "false"
-    assert written["@jupyterlab/x:y"] == {"a": 1}
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    (settings / "overrides.json").write_text('{"@jupyterlab/x:y": {"a": 1}}')  # the user's own
+    assert quiet_news(tmp_path).parent == settings / "overrides.d"
+    assert json.loads((settings / "overrides.json").read_text()) == {"@jupyterlab/x:y": {"a": 1}}
+    plugin, key = NEWS_SETTING
+    schemas = ROOT / ".venv" / "share" / "jupyter" / "lab" / "schemas"
+    found, _ = get_settings(str(settings), str(schemas), str(tmp_path / "user"), schema_name=plugin)
+    assert found["schema"]["properties"][key]["default"] == "false"  # the prompt shows only on "none"
+
+
+def test_course_lab_goes_on_where_the_environment_is_read_only(tmp_path):
+    from course_utils.cli import quiet_news
+
+    (tmp_path / "settings").write_text("a file where the folder would be")
+    assert quiet_news(tmp_path) is None
