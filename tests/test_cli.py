@@ -4,6 +4,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -158,6 +159,7 @@ def test_build_exercises_check_fails_on_a_stale_copy(course, monkeypatch, capsys
 
 
 def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(tmp_path):
+    from jupyterlab.commands import get_app_dir
     from jupyterlab_server.settings_utils import get_settings
 
     from course_utils.cli import NEWS_SETTING, quiet_news
@@ -168,7 +170,7 @@ def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(t
     assert quiet_news(tmp_path).parent == settings / "overrides.d"
     assert json.loads((settings / "overrides.json").read_text()) == {"@jupyterlab/x:y": {"a": 1}}
     plugin, key = NEWS_SETTING
-    schemas = ROOT / ".venv" / "share" / "jupyter" / "lab" / "schemas"
+    schemas = Path(get_app_dir()) / "schemas"  # the schemas the installed JupyterLab serves
     found, _ = get_settings(str(settings), str(schemas), str(tmp_path / "user"), schema_name=plugin)
     assert found["schema"]["properties"][key]["default"] == "false"  # the prompt shows only on "none"
 
