@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 from course_utils.toolkit.memory import MiB, distinct_storage_bytes, graph_saved_bytes, saved_bytes
 
 # Lesson 07's name for the toolkit's count of what autograd saves while ``fn()`` runs
@@ -50,7 +50,9 @@ def training_footprint(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
 
 
 def _budget_measure(run: CodeRun) -> Symptom:
-    parts = training_footprint(run["model"], run["optimizer"], torch.randn(64, 256))
+    model = run["model"]
+    first = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    parts = training_footprint(model, run["optimizer"], torch.randn(64, first.in_features))
     needed = parts["weights"] + parts["gradients"] + parts["optimizer state"]
     budget = run["budget"]
     text = (f"budget {budget / MiB:.1f} MiB; one Adam step holds weights {parts['weights'] / MiB:.1f}"
@@ -86,6 +88,21 @@ BUDGET = Drill(
                 "activations saved for backward, which grow with the batch. Fixes: mixed "
                 "precision, a smaller batch, gradient checkpointing, or a lighter optimizer.",
     source="R9 in references.md (Adam keeps exp_avg and exp_avg_sq); lesson 02 (budgets)",
+    variants=(
+        Variant("a narrower MLP with GELU",
+                {"model": "net", "weight_bytes": "param_bytes"},
+                (("nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256)",
+                  "nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 128)"),)),
+        Variant("AdamW, bytes counted from numel",
+                {"weight_bytes": "size_bytes"},
+                (("torch.optim.Adam(", "torch.optim.AdamW("),
+                 ("sum(p.numel() * p.element_size() for p in model.parameters())",
+                  "4 * sum(p.numel() for p in model.parameters())"))),
+        Variant("a deeper 10-class classifier",
+                {"model": "classifier", "budget": "reserved"},
+                (("nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256)",
+                  "nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)"),)),
+    ),
 )
 
 # --- a validation loop that keeps its graphs -----------------------------------------------------
@@ -126,7 +143,7 @@ GRAPH = Drill(
         "model.eval() was called, yet validation memory grows with every batch kept. Why?",
         "eval() does not stop autograd; outputs keep graphs",
         ("eval() caches batch statistics for every batch it sees",
-         "The outputs are stored in float64",
+         "Every forward adds a .grad buffer to each weight",
          "The list comprehension copies every batch"),
         "eval() and no_grad() are different switches: one changes layer behaviour, the other "
         "stops autograd from recording"),
@@ -138,6 +155,23 @@ GRAPH = Drill(
                 "happens with total_loss += loss in a training loop). Use torch.no_grad() or "
                 "inference_mode(), and keep .item() or .detach() values.",
     source="R64 in references.md (no_grad stops autograd recording; eval() does not)",
+    variants=(
+        Variant("a smaller classifier, 6 batches",
+                {"model": "classifier", "val_batches": "loader_batches"},
+                (("nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10)",
+                  "nn.Linear(128, 256), nn.Tanh(), nn.Linear(256, 5)"),
+                 ("torch.randn(64, 256) for _ in range(4)", "torch.randn(32, 128) for _ in range(6)"))),
+        Variant("a loop that appends",
+                {"val_batches": "held_out"},
+                (("    outputs = [model(x) for x in val_batches]\n",
+                  "    outputs = []\n    for x in val_batches:\n        outputs.append(model(x))\n"),
+                 ("\noutputs = [model(x) for x in val_batches]\n",
+                  "\noutputs = []\nfor x in val_batches:\n    outputs.append(model(x))\n"))),
+        Variant("probabilities kept, dropout in the model",
+                {"model": "net", "x": "batch"},
+                (("nn.ReLU(), nn.Linear(1024, 10)", "nn.ReLU(), nn.Dropout(0.1), nn.Linear(1024, 10)"),
+                 ("[model(x) for x in val_batches]", "[model(x).softmax(-1) for x in val_batches]"))),
+    ),
 )
 
 # --- gradient checkpointing with use_reentrant=True ----------------------------------------------
@@ -193,6 +227,21 @@ CKPT = Drill(
                 "inputs that require grad; raw data does not, so block1's weights get no gradient "
                 "and PyTorch only warns. use_reentrant=False handles it.",
     source="R74 in references.md (torch.utils.checkpoint, use_reentrant)",
+    variants=(
+        Variant("16 units, GELU, a batch of 4",
+                {"block2": "head", "x": "inputs"},
+                (("nn.Linear(32, 32), nn.Tanh()", "nn.Linear(16, 16), nn.GELU()"),
+                 ("nn.Linear(32, 1)", "nn.Linear(16, 1)"), ("torch.randn(8, 32)", "torch.randn(4, 16)"))),
+        Variant("a two-layer block, an MSE loss",
+                {"block2": "readout", "h": "hidden"},
+                (("nn.Linear(32, 32), nn.Tanh()", "nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 32)"),
+                 ("block2(h).pow(2).mean()",
+                  "torch.nn.functional.mse_loss(block2(h), torch.ones(8, 1))"))),
+        Variant("features from a frozen encoder",
+                {"x": "features", "loss": "objective"},
+                (("x = torch.randn(8, 32)",
+                  "encoder = nn.Linear(12, 32).requires_grad_(False)\nx = encoder(torch.randn(8, 12))"),)),
+    ),
 )
 
 DRILLS = (BUDGET, GRAPH, CKPT)
