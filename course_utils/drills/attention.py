@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 
 AFTER_BUGGY = code("""
     import math
@@ -37,9 +37,12 @@ def _after_measure(run: CodeRun) -> Symptom:
     padding = (weights * (mask[:, None, :] == 0)).abs().max().item()
     text += f"; largest weight on a padding key: {padding:.2f}"
 
+    pads = int((mask[1] == 0).sum())
+    pads_text = {1: "last one is", 2: "last two are", 3: "last three are"}.get(pads, f"last {pads} are")
+
     def plot(ax):
         ax.imshow(weights[1].detach(), vmin=0, vmax=1, cmap="viridis")
-        ax.set(xlabel="key (last two are padding)", ylabel="query",
+        ax.set(xlabel=f"key ({pads_text} padding)", ylabel="query",
                title="sequence 2's attention weights")
 
     return Symptom(text, buggy, {"max_row_error": off, "padding_weight": padding}, plot=plot)
@@ -70,6 +73,24 @@ AFTER = Drill(
     source="R36 in references.md (scaled_dot_product_attention: the mask acts on the scores, "
            "before softmax)",
     exercise="07.masked_attention",
+    variants=(
+        Variant("6 tokens, head size 4",
+                edits=(("B, S, D = 2, 5, 8", "B, S, D = 2, 6, 4"),
+                       ("torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])",
+                        "torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])"))),
+        Variant("the mask built from lengths",
+                {"q": "query", "k": "key", "v": "value"},
+                (("mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])",
+                  "lengths = torch.tensor([5, 2])\nmask = (torch.arange(S) < lengths[:, None]).long()"),)),
+        Variant("3 sequences, softmax as a method, zeroed with masked_fill",
+                {"out": "context"},
+                (("B, S, D = 2, 5, 8", "B, S, D = 3, 5, 8"),
+                 ("torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])",
+                  "torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]])"),
+                 ("F.softmax(scores, dim=-1)", "scores.softmax(dim=-1)"),
+                 ("weights = weights * mask[:, None, :]",
+                  "weights = weights.masked_fill(mask[:, None, :] == 0, 0.0)"))),
+    ),
 )
 
 DRILLS = (AFTER,)
