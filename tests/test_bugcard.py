@@ -119,6 +119,12 @@ def test_the_widget_submits_records_then_reveals_the_fix():
     assert ui.fix.value == ""
     ui.reveal.click()
     assert "The fix:" in ui.fix.value and "cross_entropy(model(x), y)" in ui.fix.value
+    assert "<code>course start 07</code>" in ui.fix.value  # code as code, never a raw backtick
+
+
+def test_card_text_has_no_raw_backticks():
+    c = card(DRILL.id)
+    assert "`" not in c.text() and "`" not in c.reveal() and "course start 07" in c.reveal()
 
 
 def test_the_run_button_shows_the_measured_symptom():

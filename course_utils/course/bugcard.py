@@ -16,6 +16,7 @@ import html
 import textwrap
 from types import SimpleNamespace
 
+from course_utils.core.questions import as_html, plain
 from course_utils.course.code_diff import FixDiff
 from course_utils.drills import Drill, get, record_answer, taught
 from course_utils.drills.hypothesis_gate import hypothesis_problem
@@ -37,8 +38,8 @@ class BugCard:
         """The card as text: title, code, question and lettered choices (and the fix if asked)."""
         d, q = self.drill, self.drill.question
         lines = [self.heading(shown=reveal or self.answered), "",
-                 textwrap.indent(d.buggy_code.rstrip("\n"), "    "), "", f"Q: {q.prompt}"]
-        lines += [f"  {LETTERS[i]}) {choice}" for i, choice in enumerate(q.choices)]
+                 textwrap.indent(d.buggy_code.rstrip("\n"), "    "), "", f"Q: {plain(q.prompt)}"]
+        lines += [f"  {LETTERS[i]}) {plain(choice)}" for i, choice in enumerate(q.choices)]
         if reveal:
             lines += ["", self.reveal()]
         else:
@@ -76,14 +77,14 @@ class BugCard:
         record_answer(self.drill.id, right, hypothesis)
         self.answered = True
         if right:
-            return f"✔ Right: {LETTERS[index]}) {q.choices[index]}"
+            return f"✔ Right: {LETTERS[index]}) {plain(q.choices[index])}"
         return (f"✘ Not quite: you chose {LETTERS[index]}; the answer is {LETTERS[q.answer]}) "
-                f"{q.choices[q.answer]}")
+                f"{plain(q.choices[q.answer])}")
 
     def reveal(self) -> str:
         """The fix as a diff against the buggy code, and the explanation with its source."""
         parts = ["The fix: a diff against the code above", repr(FixDiff(self.drill)), "",
-                 *self._after_fix()]
+                 *map(plain, self._after_fix())]
         return "\n".join(parts)
 
     def _after_fix(self) -> list[str]:
@@ -102,7 +103,7 @@ class BugCard:
         d, q = self.drill, self.drill.question
         hypothesis = w.Textarea(description="Hypothesis", layout={"width": "95%"},
                                 placeholder="What is wrong, and what would you measure to be sure?")
-        choices = w.RadioButtons(options=[f"{LETTERS[i]}) {c}" for i, c in enumerate(q.choices)],
+        choices = w.RadioButtons(options=[f"{LETTERS[i]}) {plain(c)}" for i, c in enumerate(q.choices)],
                                  value=None, disabled=True, layout={"width": "auto"})
         submit = w.Button(description=SUBMIT, button_style="primary", disabled=True)
         run = w.Button(description=RUN, layout={"width": "max-content"})
@@ -131,7 +132,7 @@ class BugCard:
 
         def on_reveal(_):
             fix.value = ("<b>The fix:</b> a diff against the code above" + FixDiff(d)._repr_html_()
-                         + "".join(f"<p>{html.escape(p)}</p>" for p in self._after_fix()))
+                         + "".join(f"<p>{as_html(p)}</p>" for p in self._after_fix()))
 
         hypothesis.observe(refresh, names="value")
         choices.observe(refresh, names="index")
@@ -144,7 +145,7 @@ class BugCard:
         title = w.HTML(self._title_html(shown=self.answered))
         self.controls.title = title
         code = w.HTML(f"<pre>{html.escape(d.buggy_code)}</pre>")
-        prompt = w.HTML(f"<b>Q.</b> {html.escape(q.prompt)}")
+        prompt = w.HTML(f"<b>Q.</b> {as_html(q.prompt)}")
         return w.VBox([title, code, hypothesis, gate, run, symptom, prompt, choices,
                        w.HBox([submit, reveal]), feedback, fix])
 
