@@ -64,7 +64,7 @@ def history_text(hist: dict | None = None) -> str:
     sessions = hist.get("sessions", [])
     if not sessions:
         return ("no timed drill rounds recorded yet: finish a round in the widget, or run "
-                "`course drill` in a terminal")
+                "course drill in a terminal")
     last = sessions[-1]
     lines = [f"{len(sessions)} round(s); last {last['score']:.0%} ({last['source']}), "
              f"best {hist.get('best', 0.0):.0%}"]
