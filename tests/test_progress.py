@@ -113,17 +113,24 @@ def test_a_demo_check_is_kept_apart_from_the_learners_work(capsys):
     assert [r[0] for r in progress.rows()] == []
 
 
-def test_course_progress_rows_show_drill_cards_and_rounds(progress_home):
+def test_course_progress_shows_drill_cards_and_timed_rounds(progress_home, capsys):
+    from course_utils import cli
+    from course_utils.course.drill_history import record_session
+    from course_utils.course.drill_scoring import Result
     from course_utils.drills import record_answer
 
-    record_answer("gradients.missing_zero_grad", correct=True)
-    with progress.update() as data:
-        data["drill_sessions"] = {"best": 0.5, "sessions": [{"score": 0.5}],
-                                  "categories": {"losses": {"right": 1, "answered": 4}}}
+    record_answer("gradients.missing_zero_grad", correct=True)  # a card in lesson 07
+    record_session([Result("losses.a", "losses", "A", True, 30.0, False),  # a timed round
+                    Result("losses.b", "losses", "B", False, 50.0, False),
+                    Result("data.c", "data", "C", False, 40.0, False),
+                    Result("data.d", "data", "D", False, 40.0, False)], seed=1, source="terminal")
     rows = {r[0]: r for r in progress.rows()}
     assert rows["drill cards"][1] == "1/1 right"
-    assert rows["drill rounds"][1:3] == ("best 50%", "1")
-    assert rows["  drills: losses"][1] == "25% right"
+    assert rows["drill rounds"][1:3] == ("best 25%", "1")
+    assert rows["  drills: losses"][1:] == ("50% right", "2", "40 s per drill")
+    assert cli.main(["progress"]) == 0
+    out = capsys.readouterr().out
+    assert "drill rounds" in out and "drills: data" in out
 
 
 def _hammer(prefix: str, n: int, home: str) -> None:
