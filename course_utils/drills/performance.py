@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, quiet_fds, run_code, shuffled_question
+from course_utils.drills.core import (CodeRun, Drill, Symptom, Variant, code, quiet_fds, run_code,
+                                     shuffled_question)
 
 # --- data loading bottleneck ----------------------------------------------------------------------
 
@@ -109,6 +110,21 @@ LOADER = Drill(
     source="R75 in references.md (torch.profiler tables); R65 (DataLoader workers)",
     runner=_quiet_run,
     emulated="a 0.5 ms sleep per item stands for decoding a file from disk",
+    variants=(
+        Variant("192 items of 32 features, batches of 16",
+                edits=(("torch.randn(256, 64)", "torch.randn(192, 32)"), ("nn.Linear(64, 1)", "nn.Linear(32, 1)"),
+                       ("torch.randn(32, 64), torch.randn(32, 1)", "torch.randn(16, 32), torch.randn(16, 1)"),
+                       ("batch_size=32", "batch_size=16"), ("i + 32", "i + 16"),
+                       ("len(xs), 32)", "len(xs), 16)"))),
+        Variant("spectrograms, zero_grad first",
+                {"Images": "Spectrograms", "model": "net", "optimizer": "opt", "images": "clips"},
+                (("    loss = F.mse_loss(model(x), y)\n    optimizer.zero_grad()\n",
+                  "    optimizer.zero_grad()\n    loss = F.mse_loss(model(x), y)\n"),)),
+        Variant("augmented records",
+                {"Images": "Records", "model": "regressor"},
+                (("return self.raw[i], self.raw[i].sum(0, keepdim=True)",
+                  "noisy = self.raw[i] + 0.1 * torch.randn(64)\n        return noisy, noisy.mean(0, keepdim=True)"),)),
+    ),
 )
 
 # --- torch.compile graph break from .item() -------------------------------------------------------
@@ -178,6 +194,19 @@ BREAK = Drill(
                 "without a full compile. torch.where keeps the choice inside one graph.",
     source="R76 in references.md (graph breaks, torch._dynamo.explain)",
     runner=_dynamo_quiet_run,
+    variants=(
+        Variant("tanh, a batch of 4 rows of 16",
+                {"w": "weight"},
+                (("torch.randn(8, 8), torch.randn(8, 8)", "torch.randn(4, 16), torch.randn(16, 16)"),
+                 ("torch.relu", "torch.tanh"), ("> 0.5", "> 0.3"))),
+        Variant("scale down when the max is large",
+                {"y": "h"},
+                (("torch.where(y.mean() > 0.5, y * 2, y)", "torch.where(y.max() > 3.0, y / 2, y)"),
+                 ("y.mean().item() > 0.5", "y.max().item() > 3.0"), ("y = y * 2", "y = y / 2"))),
+        Variant("the value read into a variable first",
+                {"x": "inputs"},
+                (("    if y.mean().item() > 0.5:\n", "    level = y.mean().item()\n    if level > 0.5:\n"),)),
+    ),
 )
 
 DRILLS = (LOADER, BREAK)
