@@ -3,7 +3,7 @@ context manager that yields twice, and a LayerNorm that round-trips to the CPU o
 
 from __future__ import annotations
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 
 # --- the retry context manager that yields twice ---------------------------------------------------
 
@@ -92,6 +92,21 @@ RETRY = Drill(
                 "function that calls the work again (after freeing cached memory).",
     source="R38 in references.md (a generator context manager yields once; the body runs once)",
     emulated="the out-of-memory error is raised by the code itself, as MPS would raise it",
+    variants=(
+        Variant("another name, logits returned",
+                {"safe_memory": "oom_guard", "output": "result"},
+                (('return "output"', 'return "logits"'),)),
+        Variant("a looser check, another counter",
+                {"e": "err", "calls": "attempts_made"},
+                (('if "out of memory" in str(e).lower():', 'if "memory" in str(e):'),
+                 ("if calls == 1:", "if calls < 2:"))),
+        Variant("forward takes a batch size",
+                {"output": "prediction", "safe_memory": "retry_block"},
+                (("def forward():", "def forward(batch_size=64):"),
+                 ('return "output"', 'return f"logits for {batch_size} samples"'),
+                 ("MPS backend out of memory (emulated)",
+                  "MPS backend out of memory (emulated): tried to allocate 2.00 GiB"))),
+    ),
 )
 
 # --- the LayerNorm that round-trips to the CPU ------------------------------------------------------
@@ -179,6 +194,25 @@ LAYERNORM = Drill(
                 "nn.LayerNorm where the model lives; measure before assuming an op is broken.",
     source="R40 in references.md (a blocking MPS-to-CPU copy commits and waits); lesson 04",
     emulated="transfers are counted on the CPU, where .cpu() is free; on a Mac each is a copy",
+    variants=(
+        Variant("3 layers of 32, a batch of 4",
+                edits=(("nn.Linear(64, 64), SafeLayerNorm(64)) for _ in range(4)",
+                        "nn.Linear(32, 32), SafeLayerNorm(32)) for _ in range(3)"),
+                       ("nn.Linear(64, 64), nn.LayerNorm(64)) for _ in range(4)",
+                        "nn.Linear(32, 32), nn.LayerNorm(32)) for _ in range(3)"),
+                       ("torch.randn(8, 64)", "torch.randn(4, 32)"))),
+        Variant("a block with GELU",
+                {"x": "tokens"},
+                (("nn.Sequential(nn.Linear(64, 64), SafeLayerNorm(64))",
+                  "nn.Sequential(nn.Linear(64, 64), nn.GELU(), SafeLayerNorm(64))"),
+                 ("nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64))",
+                  "nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.LayerNorm(64))"))),
+        Variant("to('cpu') and back to x.device",
+                {"n": "width", "model": "net"},
+                (("device = x.device\n        return self.norm(x.cpu()).to(device)",
+                  "y = self.norm(x.to(\"cpu\"))\n        return y.to(x.device)"),
+                 ("torch.randn(8, 64)", "torch.randn(16, 64)"))),
+    ),
 )
 
 DRILLS = (RETRY, LAYERNORM)
