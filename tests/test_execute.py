@@ -30,7 +30,7 @@ def code(source: str, cell_id: str, *tags: str) -> nbformat.NotebookNode:
     return new_code_cell(source, id=cell_id, metadata={"tags": list(tags)} if tags else {})
 
 
-def test_are_outputs_stored_with_counts_1_to_n_and_is_a_rerun_a_no_op(tmp_path):
+def test_are_outputs_stored_with_counts_1_to_n_and_is_a_rerun_a_no_op(tmp_path, capfd):
     path = write(tmp_path / "lesson.ipynb",
                  code("print('hello')", "a"),
                  code("raise ValueError('expected')", "b", "raises-exception"),
@@ -46,6 +46,7 @@ def test_are_outputs_stored_with_counts_1_to_n_and_is_a_rerun_a_no_op(tmp_path):
     assert all("execution" not in c.metadata for c in nb.cells)
     assert "widgets" not in nb.metadata
     assert execute_all([path]) == []
+    assert "WARNING" not in capfd.readouterr().err  # e.g. the kernel's "TCP without encryption"
 
 
 def test_does_execute_all_report_a_notebook_whose_outputs_changed(tmp_path):

@@ -35,6 +35,11 @@ class ThisInterpreterKernelManager(AsyncKernelManager):
         return KernelSpecManager(kernel_dirs=[], ensure_native_kernel=True)
 
 
+# The kernel's own start-up notes (e.g. "running over TCP without encryption": it listens on
+# localhost only) are not the notebook's output; its errors still show.
+QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"]
+
+
 def _renumber(nb: NotebookNode) -> None:
     """Number the executed code cells 1..n in order (and their ``execute_result`` outputs)."""
     count = 0
@@ -51,7 +56,7 @@ def _renumber(nb: NotebookNode) -> None:
 def client(nb: NotebookNode, path: Path, timeout: int, kernel_name: str = NATIVE_KERNEL_NAME,
            allow_errors: bool = False) -> NotebookClient:
     """An nbclient for ``nb`` run from its folder; "python3" means this interpreter."""
-    native = {"kernel_manager_class": ThisInterpreterKernelManager}
+    native = {"kernel_manager_class": ThisInterpreterKernelManager, "extra_arguments": QUIET_KERNEL}
     return NotebookClient(
         nb,
         timeout=timeout,
