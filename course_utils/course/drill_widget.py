@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from course_utils.course.drill_history import history_text, plot_history
 from course_utils.course.drill_scoring import clock_text
+from course_utils.course.widgets import row
 
 if TYPE_CHECKING:
     from course_utils.course.drill_mode import DrillSession
@@ -28,10 +29,12 @@ def build_widget(session: DrillSession):
     from course_utils.course.bugcard import BugCard
 
     n = len(session.drills)
+    # The clock ticks in the browser; the learner sees its bar and seconds but not its Play
+    # buttons, which would stop or reset the shown clock while the kernel's clock runs on.
     clock = w.Play(value=0, min=0, max=session.seconds, step=1, interval=1000, show_repeat=False,
-                   description="clock", layout={"width": "auto"})
+                   description="clock", disabled=True, layout={"display": "none"})
     bar = w.IntProgress(value=0, min=0, max=session.seconds, description="time used",
-                        layout={"width": "260px"})
+                        layout={"width": "260px", "max_width": "100%"})
     counter = w.IntText(value=0, disabled=True, description="seconds", layout={"width": "170px"})
     links = [w.jslink((clock, "value"), (bar, "value")),  # ticks in the browser, without the kernel
              w.jslink((clock, "value"), (counter, "value"))]
@@ -130,5 +133,5 @@ def build_widget(session: DrillSession):
     clock.observe(on_tick, names="value")
     title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · "
                    f"{clock_text(session.seconds)} each")
-    return w.VBox([title, header, w.HBox([clock, bar, counter]), status, start, card_box,
-                   w.HBox([nxt, finish]), summary])
+    return w.VBox([title, header, row([clock, bar, counter]), status, start, card_box,
+                   row([nxt, finish]), summary])

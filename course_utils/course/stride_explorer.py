@@ -89,7 +89,7 @@ def render_png(t: torch.Tensor, title: str | None = None) -> bytes:
     """plot_storage's picture of ``t`` as PNG bytes, without pyplot (the explorer's image, lesson 05)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.2, 3.4), dpi=80, layout="constrained")
+    fig = Figure(figsize=(4.2, 3.4), dpi=100, layout="constrained")
     draw_storage(fig, [t], [title] if title else None)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
@@ -118,7 +118,10 @@ class StrideExplorer:
         self.undo_button = w.Button(description="undo")
         self.reset_button = w.Button(description="reset")
         self.code, self.info, self.message = w.HTML(), w.HTML(), w.HTML()
-        self.picture = w.Image(format="png", layout={"width": "336px"})
+        # a fixed width and an automatic height: the picture keeps its aspect at any page width
+        self.picture = w.Image(format="png", layout={"width": "336px", "max_width": "100%",
+                                                      "height": "auto", "object_fit": "contain",
+                                                      "align_self": "flex-start"})
         self._wire()
         self.widget = self._layout(w)
         self._refresh()
@@ -234,10 +237,13 @@ class StrideExplorer:
         self.args_box.value = op.default(self.tensor)
 
     def _layout(self, w):
-        controls = w.HBox([self.op_box, self.args_box, self.apply_button])
-        history = w.HBox([self.undo_button, self.reset_button])
-        left = w.VBox([self.shape_box, controls, history, self.code, self.info, self.message])
-        box = w.HBox([left, self.picture])
+        from course_utils.course.widgets import row
+
+        controls = row([self.op_box, self.args_box, self.apply_button])
+        history = row([self.undo_button, self.reset_button])
+        left = w.VBox([self.shape_box, controls, history, self.code, self.info, self.message],
+                      layout={"flex": "1 1 320px", "min_width": "0"})
+        box = row([left, self.picture], align_items="flex-start")  # the picture goes below when narrow
         for widget, name in ((box, "stride-explorer"), (self.picture, "stride-explorer-picture"),
                              (self.info, "stride-explorer-info"), (self.code, "stride-explorer-code")):
             widget.add_class(name)

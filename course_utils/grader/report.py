@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from course_utils.grader.gradebook import Row
 from course_utils.grader.text import clean
+from course_utils.toolkit.plotstyle import DPI, SMALL
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def chart_png(stats: list[ExerciseStats]) -> bytes:
     """A horizontal bar chart of pass rates, as PNG bytes."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 0.5 + 0.4 * max(1, len(stats))), dpi=80)
+    fig = Figure(figsize=(6, 0.5 + 0.4 * max(1, len(stats))), dpi=DPI)
     ax = fig.subplots()
     names = [s.exercise_id for s in stats][::-1]
     rates = [100 * s.rate for s in stats][::-1]
@@ -70,7 +71,7 @@ def chart_png(stats: list[ExerciseStats]) -> bytes:
     ax.set_xlim(0, 100)
     ax.set_xlabel("submissions passing (%)")
     for y, rate in enumerate(rates):
-        ax.text(min(rate + 1, 90), y, f"{rate:.0f}%", va="center", fontsize=8)
+        ax.text(min(rate + 1, 90), y, f"{rate:.0f}%", va="center", fontsize=SMALL)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png")

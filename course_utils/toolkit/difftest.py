@@ -41,6 +41,7 @@ from course_utils.toolkit.difftest_inputs import (
     lay_out,
     spec_for,
 )
+from course_utils.toolkit.plotstyle import DPI, SMALL
 
 __all__ = ["BASE_SHAPE", "DEFAULT_OPS", "LAYOUTS", "LAYOUT_RANK", "PROBLEMS", "SPECS", "VARIANTS", "Check",
            "OpSpec", "SweepResult", "check_one", "inplace_ops", "lay_out", "spec_for", "sweep"]
@@ -207,13 +208,13 @@ class SweepResult:
         order = ["n/a", "ok", "mismatch", "unchanged", "error"]
         codes = [[order.index(s) for s in row] for row in statuses]
         colours = ListedColormap(["#eeeeee", "#9fd39f", "#f0a030", "#d62728", "#7f3fbf"])
-        fig, ax = plt.subplots(figsize=(6, 0.22 * len(rows) + 1.3), dpi=80, layout="constrained")
+        fig, ax = plt.subplots(figsize=(6.4, 0.27 * len(rows) + 1.5), dpi=DPI, layout="constrained")
         ax.imshow(codes, cmap=colours, vmin=0, vmax=len(order) - 1, aspect="auto")
-        ax.set_xticks(range(len(self.layouts)), self.layouts, rotation=30, ha="right", fontsize=8)
-        ax.set_yticks(range(len(rows)), rows, fontsize=7)
-        ax.set_title(self.summary(), fontsize=8)
+        ax.set_xticks(range(len(self.layouts)), self.layouts, rotation=30, ha="right", fontsize=SMALL)
+        ax.set_yticks(range(len(rows)), rows, fontsize=SMALL)
+        ax.set_title(self.summary(), fontsize=SMALL)
         handles = [plt.Rectangle((0, 0), 1, 1, color=colours(i)) for i in range(len(order))]
-        ax.legend(handles, order, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.legend(handles, order, fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1))
         return fig
 
 

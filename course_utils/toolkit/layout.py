@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from course_utils.toolkit.plotstyle import DPI, SMALL
+
 # --- describe -----------------------------------------------------------------------------------
 
 
@@ -129,7 +131,7 @@ def _label_cells(ax, grid: torch.Tensor, storage: int) -> None:
             if value < 0:  # a storage cell the tensor never reads
                 continue
             dark = value < 0.6 * max(storage - 1, 1)  # viridis is dark at the low end
-            ax.text(c, r, str(value), ha="center", va="center", fontsize=7,
+            ax.text(c, r, str(value), ha="center", va="center", fontsize=SMALL,
                     color="white" if dark else "black")
 
 
@@ -158,7 +160,7 @@ def _draw_storage(ax, t: torch.Tensor, storage: int, cmap) -> None:
         _label_cells(ax, positions, storage)
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_xlabel(f"storage: {storage} elements, {int(used.sum())} read", fontsize=8)
+    ax.set_xlabel(f"storage: {storage} elements, {int(used.sum())} read", fontsize=SMALL)
 
 
 def _title(t: torch.Tensor) -> str:
@@ -183,7 +185,7 @@ def draw_storage(fig, tensors: Sequence[torch.Tensor], titles: Sequence[str] | N
     for col, (t, title) in enumerate(zip(tensors, titles, strict=True)):
         storage = describe(t).storage_elements
         _draw_grid(axes[0, col], t, storage, cmap)
-        axes[0, col].set_title(title, fontsize=8)
+        axes[0, col].set_title(title, fontsize=SMALL)
         _draw_storage(axes[1, col], t, storage, cmap)
 
 
@@ -197,7 +199,7 @@ def plot_storage(*tensors: torch.Tensor, titles: Sequence[str] | None = None, wi
     import matplotlib.pyplot as plt
 
     _check_drawable(tensors)
-    fig = plt.figure(figsize=(width * len(tensors), 3.2), dpi=80, layout="constrained")
+    fig = plt.figure(figsize=(width * len(tensors), 3.6), dpi=DPI, layout="constrained")
     draw_storage(fig, tensors, titles)
     return fig
 

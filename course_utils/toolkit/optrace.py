@@ -23,6 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from course_utils.toolkit.emulate import mps_fallback as emulated
 from course_utils.toolkit.emulate.mps_fallback import ALWAYS_FALLBACK, DEVICE, HOST, op_matches, tensors_in
+from course_utils.toolkit.plotstyle import DPI, SMALL
 
 # Device-generic kernels that serve every backend. (CompositeExplicitAutogradNonFunctional is left
 # out: structured ops get one whose work lands on the backend's own .out kernel.)
@@ -305,7 +306,7 @@ class Trace:
         from matplotlib.patches import Patch
 
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 1.5), dpi=80)
+            fig, ax = plt.subplots(figsize=(6, 1.8), dpi=DPI)
             fig.subplots_adjust(left=0.03, right=0.97, top=0.8, bottom=0.5)
         colors = {"fallback": "tab:red", "copy": "tab:orange"}
         for e in self.events:
@@ -315,14 +316,14 @@ class Trace:
             ax.axvline(at, color="black", linewidth=1.5)
         ax.set_xlim(0, max(len(self.events), 1))
         ax.set_yticks([])
-        ax.set_xlabel("step", fontsize=8, labelpad=1)
-        ax.tick_params(labelsize=7)
+        ax.set_xlabel("step", fontsize=SMALL, labelpad=1)
+        ax.tick_params(labelsize=SMALL)
         ax.set_title(title or f"{_n(self.switches, 'backend switch')}, {_n(self.copies, 'copy')}",
                      fontsize=9)
         legend = [Patch(color="tab:blue", label=f"device ({self.device.split()[0]})"),
                   Line2D([], [], color="black", label="switch"),
                   Patch(color="lightgray", label="host (cpu)"),
                   Patch(color="tab:red", label="fallback"), Patch(color="tab:orange", label="copy")]
-        ax.legend(handles=legend, ncol=5, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.55),
+        ax.legend(handles=legend, ncol=5, fontsize=SMALL, loc="upper center", bbox_to_anchor=(0.5, -0.55),
                   frameon=False)
         return ax.figure

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch.utils.benchmark import Timer
 
+from course_utils.toolkit.plotstyle import DPI, SMALL
 from course_utils.toolkit.syncpoints import note_sync
 
 MARK = "⏱"
@@ -223,7 +224,7 @@ def plot_timeline(spans: Sequence, marks: dict[str, tuple[float, float]] | None 
 
     spans = list(spans)
     origin = min([s.start for s in spans] + [m[0] for m in (marks or {}).values()])
-    fig, ax = plt.subplots(figsize=(6, 2.6), dpi=80)
+    fig, ax = plt.subplots(figsize=(6, 2.8), dpi=DPI)
     colors = {"launch": "tab:blue", "wait": "tab:red", "kernel": "tab:green"}
     rows = {"host": 1, "device": 0}
     for s in spans:
@@ -238,7 +239,7 @@ def plot_timeline(spans: Sequence, marks: dict[str, tuple[float, float]] | None 
     ax.set_yticks([0, 1], ["device", "host"])
     ax.set_ylim(-0.5, 1.5)
     ax.set_xlabel(f"ms after the timers started ({label})")
-    ax.legend(fontsize=7, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    ax.legend(fontsize=SMALL, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 

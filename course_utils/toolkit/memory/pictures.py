@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from course_utils.toolkit.memory.sizes import MiB
+from course_utils.toolkit.plotstyle import DPI, SMALL
 
 if TYPE_CHECKING:
     from course_utils.toolkit.memory.budget import Breakdown
@@ -22,7 +23,7 @@ def plot_breakdowns(breakdowns: Sequence[Breakdown], ax=None):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 3), dpi=80)
+        _, ax = plt.subplots(figsize=(6.4, 3.2), dpi=DPI)
     xs = range(len(breakdowns))
     for name, color in COLORS.items():
         bottoms = [sum(p.bytes for p in b.parts[: b.names.index(name)]) / MiB for b in breakdowns]
@@ -35,7 +36,7 @@ def plot_breakdowns(breakdowns: Sequence[Breakdown], ax=None):
     ax.scatter(xs, peaks, marker="D", color="black", zorder=3, label="measured peak")
     ax.set_xticks(list(xs), [b.label for b in breakdowns])
     ax.set_ylabel("MiB")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.figure.tight_layout()
     return ax
 
@@ -46,7 +47,7 @@ def draw_memory_models(ax=None):
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 2.8), dpi=80)
+        _, ax = plt.subplots(figsize=(7.5, 3), dpi=DPI)
 
     def box(x, y, w, h, text, color, size=9):
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02", fc=color, ec="black"))
@@ -59,12 +60,12 @@ def draw_memory_models(ax=None):
     for x in (0.09, 0.37):
         ax.add_patch(FancyArrowPatch((x, 0.45), (x, 0.32), arrowstyle="<->", mutation_scale=10))
     ax.add_patch(FancyArrowPatch((0.18, 0.14), (0.28, 0.14), arrowstyle="<->", mutation_scale=12))
-    ax.text(0.23, 0.2, "PCIe", ha="center", fontsize=8)
+    ax.text(0.23, 0.2, "PCIe", ha="center", fontsize=SMALL)
     ax.text(0.23, 0.88, 'discrete GPU: .to("cuda") copies\nacross to a second memory',
             ha="center", fontsize=9)
     box(0.58, 0.0, 0.42, 0.3, "one memory pool, shared by all", "#c7e9c0")
     for x, name in ((0.59, "CPU"), (0.74, "GPU"), (0.89, "macOS +\napps")):
-        box(x, 0.45, 0.10, 0.3, name, "#e5f5e0", size=8)
+        box(x, 0.45, 0.10, 0.3, name, "#e5f5e0", size=SMALL)
         ax.add_patch(FancyArrowPatch((x + 0.05, 0.45), (x + 0.05, 0.32), arrowstyle="<->",
                                      mutation_scale=10))
     ax.text(0.79, 0.88, 'Apple silicon: .to("mps") makes an mps\ntensor in the same pool',
