@@ -101,7 +101,7 @@ RETRY = Drill(
                 (('if "out of memory" in str(e).lower():', 'if "memory" in str(e):'),
                  ("if calls == 1:", "if calls < 2:"))),
         Variant("forward takes a batch size",
-                {"output": "prediction", "safe_memory": "retry_block"},
+                {"output": "prediction", "safe_memory": "gpu_guard"},
                 (("def forward():", "def forward(batch_size=64):"),
                  ('return "output"', 'return f"logits for {batch_size} samples"'),
                  ("MPS backend out of memory (emulated)",
