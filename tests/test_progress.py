@@ -133,6 +133,13 @@ def test_course_progress_shows_drill_cards_and_timed_rounds(progress_home, capsy
     assert "drill rounds" in out and "drills: data" in out
 
 
+def test_course_progress_counts_predictions_locked_in():
+    with progress.update() as data:  # as the lessons' predict-then-run prompts keep them
+        data["predictions"] = {"05.a": {"attempts": 2, "choice": "x", "right": True},
+                               "03.b": {"attempts": 1, "choice": "y", "right": False}}
+    assert ("predictions", "1/2 right", "3", "predict, then run") in progress.rows()
+
+
 def _hammer(prefix: str, n: int, home: str) -> None:
     """One writer process: ``n`` attempts, a hint and a drill answer, each a separate update."""
     import os

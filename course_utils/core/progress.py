@@ -187,7 +187,17 @@ def rows() -> list[tuple[str, str, str, str]]:
     for lesson, q in sorted(data["quizzes"].items()):
         status = "complete" if q.get("complete") else "quiz below 75%"
         out.append((f"quiz {lesson}", status, str(q["attempts"]), f"best {q['best']:.0%}"))
-    return out + _drill_rows(data)
+    return out + _prediction_rows(data) + _drill_rows(data)
+
+
+def _prediction_rows(data: dict) -> list[tuple[str, str, str, str]]:
+    """Predict-then-run prompts locked in (lessons' key predictions), right on the last lock-in."""
+    locked = [e for e in data.get("predictions", {}).values() if isinstance(e, dict)]
+    if not locked:
+        return []
+    right = sum(1 for e in locked if e.get("right"))
+    return [("predictions", f"{right}/{len(locked)} right", str(sum(e.get("attempts", 0) for e in locked)),
+             "predict, then run")]
 
 
 def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
