@@ -101,6 +101,16 @@ def test_the_first_hint_after_a_failure_is_the_next_one(capsys):
     hint("01.batch_bytes")
     assert capsys.readouterr().out.startswith("Hint 2/3")
 
+def test_hints_and_failures_are_plain_text_without_raw_backticks(capsys):
+    assert "`" in bank.get("06.hunt").hints[0]
+    hint("06.hunt")
+    shown = capsys.readouterr().out
+    assert shown.startswith("Hint 1/") and "`" not in shown
+    with pytest.raises(CheckFailed) as info:
+        check("06.hunt", lambda *args, **kwargs: None, seed=0)
+    assert "hint:" in str(info.value) and "`" not in info.value.first_hint
+
+
 def test_an_unsolved_stub_shows_one_line_and_no_course_frames():
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output

@@ -17,6 +17,7 @@ from course_utils.core import progress
 from course_utils.core.compare import describe_value
 from course_utils.core.exercise import Case, Exercise, Outcome, run
 from course_utils.core.judgement import Failure, default_judge, first_failure
+from course_utils.core.questions import plain
 
 __all__ = ["CheckFailed", "NotSolved", "check", "default_judge", "find_failure", "hint"]
 
@@ -28,7 +29,7 @@ class CheckFailed(AssertionError):
                  seed: int):
         self.exercise_id, self.case_label = exercise.id, case.label
         self.expected, self.got, self.problem, self.seed = expected, got, problem, seed
-        self.first_hint = exercise.hints[0] if exercise.hints else ""
+        self.first_hint = plain(exercise.hints[0]) if exercise.hints else ""
         super().__init__(self._message())
 
     def _message(self) -> str:
@@ -148,4 +149,4 @@ def hint(exercise_id: str) -> None:
         return
     level = progress.next_hint(exercise_id, _call_site(), len(exercise.hints), demo=exercise.demo)
     tail = " (last hint)" if level == len(exercise.hints) else " (the next one: hint() in a new cell)"
-    print(f"Hint {level}/{len(exercise.hints)} for {exercise_id}{tail}: {exercise.hints[level - 1]}")
+    print(f"Hint {level}/{len(exercise.hints)} for {exercise_id}{tail}: {plain(exercise.hints[level - 1])}")
