@@ -28,6 +28,7 @@ from course_utils.drills.record import answers, record_answer
 # (module, category) in lesson order; a module may hold one category only.
 MODULES = (
     ("gradients", "gradients"),
+    ("optim_setup", "gradients"),
     ("losses", "losses"),
     ("modes", "modes"),
     ("data", "data"),
@@ -36,6 +37,7 @@ MODULES = (
     ("devices", "devices"),
     ("memory", "memory"),
     ("attention", "attention"),
+    ("attention_shapes", "attention"),
     ("performance", "performance"),
     ("distributed", "distributed"),
     ("seed_snippets", "seed advice"),
