@@ -1,16 +1,24 @@
-"""The learner's workspace: ``course start NN`` copies a lesson's exercises there (``course check``
-lives in ``course_utils.grader.learner_check``).
+"""The learner's workspace: ``course start NN`` copies a lesson's exercises there, and
+``start_lesson`` the lesson itself with its outputs cleared (``course check`` lives in
+``course_utils.grader.learner_check``).
 
-A learner works on a copy in ``workspace/`` (git-ignored) so that regenerating exercises or
-pulling the course never touches their work; ``--force`` keeps a timestamped backup first.
+A learner works on copies in ``workspace/`` (git-ignored; ``$MPS_DETECTIVE_WORKSPACE`` moves it):
+the exercises as ``workspace/NN_slug.ipynb``, the lessons as ``workspace/lessons/NN_slug.ipynb``.
+Regenerating exercises or pulling the course never touches them, running a lesson there leaves
+``notebooks/`` (stored outputs, for reading on GitHub and for nbval) clean, and the lesson's
+predictions are not spoiled by stored answers. ``--force`` keeps a timestamped backup first.
+``practice(exercise_id)`` is a lesson's link to the matching exercise in the learner's copy.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import shutil
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from course_utils.core.errors import CourseError, course_root
 
@@ -26,25 +34,109 @@ def lesson_notebook(folder: Path, lesson: str) -> Path:
     return found[0]
 
 
+def workspace_dir(root: Path | None = None) -> Path:
+    """The learner's workspace: ``$MPS_DETECTIVE_WORKSPACE``, else ``workspace/`` in the course."""
+    explicit = os.environ.get("MPS_DETECTIVE_WORKSPACE")
+    return Path(explicit) if explicit else (root or course_root()) / "workspace"
+
+
+def _back_up(target: Path, workspace: Path, kind: str = "") -> Path:
+    backups = workspace / "backups"
+    backups.mkdir(parents=True, exist_ok=True)
+    backup = backups / f"{target.stem}{kind}.{time.strftime('%Y%m%d-%H%M%S')}.ipynb"
+    shutil.copy2(target, backup)
+    print(f"kept your previous copy as {backup}")
+    return backup
+
+
 def start(lesson: str, force: bool = False, root: Path | None = None) -> Path:
     """Copy exercise notebook NN into workspace/; never overwrite without a backup."""
     root = root or course_root()
     source = lesson_notebook(root / "exercises", lesson)
-    workspace = root / "workspace"
+    workspace = workspace_dir(root)
     target = workspace / source.name
     if target.exists() and not force:
         raise CourseError(f"{target} already exists and holds your work; it was left alone. "
                           "Open it, or use --force to start over (a backup is kept first).")
-    workspace.mkdir(exist_ok=True)
+    workspace.mkdir(parents=True, exist_ok=True)
     if target.exists():
-        backups = workspace / "backups"
-        backups.mkdir(exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        backup = backups / f"{target.stem}.{stamp}.ipynb"
-        shutil.copy2(target, backup)
-        print(f"kept your previous copy as {backup}")
+        _back_up(target, workspace)
     shutil.copyfile(source, target)
     return target
+
+
+def start_lesson(lesson: str, force: bool = False, root: Path | None = None) -> list[Path]:
+    """The learner's copies of lesson NN: the lesson with its outputs cleared (in
+    workspace/lessons/, beside references.md) and its exercise notebook where it has one. A copy
+    that exists is kept as it is (it holds the learner's work) unless ``force``, which keeps a
+    backup first. Returns the lesson copy, then the exercise copy."""
+    from course_utils.course.authoring import strip_outputs
+
+    root = root or course_root()
+    source = lesson_notebook(root / "notebooks", lesson)
+    lessons = workspace_dir(root) / "lessons"
+    target = lessons / source.name
+    lessons.mkdir(parents=True, exist_ok=True)
+    if target.exists() and force:
+        _back_up(target, workspace_dir(root), kind=".lesson")
+    if force or not target.exists():
+        nb = read_notebook(source)
+        strip_outputs(nb)
+        nb.metadata.pop("widgets", None)
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if (root / "notebooks" / "references.md").exists():  # the lessons link to it; not learner's work
+        shutil.copyfile(root / "notebooks" / "references.md", lessons / "references.md")
+    copies = [target]
+    exercise = workspace_dir(root) / source.name
+    if list((root / "exercises").glob(source.name)) and (force or not exercise.exists()):
+        start(lesson, force=force, root=root)
+    if exercise.exists():
+        copies.append(exercise)
+    return copies
+
+
+def _heading_id(nb, exercise_id: str) -> str | None:
+    """The anchor JupyterLab gives the markdown heading that names ``exercise_id``."""
+    for cell in nb.cells:
+        first = cell.source.splitlines()[0] if cell.source else ""
+        if cell.cell_type == "markdown" and first.startswith("#") and f"`{exercise_id}`" in first:
+            return first.lstrip("#").strip().replace("`", "").replace(" ", "-")
+    return None
+
+
+class Practice:
+    """A link from a lesson to the matching exercise in the learner's copy of the exercise
+    notebook (``practice``); JupyterLab opens it in a new tab, at the exercise's heading."""
+
+    def __init__(self, exercise_id: str, target: Path, anchor: str | None):
+        self.exercise_id, self.target, self.anchor = exercise_id, target, anchor
+
+    def href(self) -> str:
+        """The copy's path relative to the running notebook's folder, with the heading anchor."""
+        relative = Path(os.path.relpath(self.target, Path.cwd())).as_posix()
+        return quote(relative) + (f"#{quote(self.anchor)}" if self.anchor else "")
+
+    def __repr__(self) -> str:
+        return f"Practice {self.exercise_id}: your copy is workspace/{self.target.name}"
+
+    def _repr_html_(self) -> str:
+        return (f"<b>Practice:</b> <a href='{html.escape(self.href())}' target='_blank'>"
+                f"open <code>{html.escape(self.exercise_id)}</code> in your copy of "
+                f"{html.escape(self.target.name)}</a> (your copy is kept; nothing overwrites it)")
+
+
+def practice(exercise_id: str, root: Path | None = None) -> Practice:
+    """The learner's copy of the exercise notebook that holds ``exercise_id`` ("05.strides"),
+    made on first use and never overwritten, and a link that opens it at that exercise."""
+    root = root or course_root()
+    source = lesson_notebook(root / "exercises", exercise_id.split(".")[0])
+    target = workspace_dir(root) / source.name
+    if not target.exists():
+        start(exercise_id.split(".")[0], root=root)
+    anchor = _heading_id(read_notebook(source), exercise_id)
+    if anchor is None:
+        raise CourseError(f"no exercise '{exercise_id}' in exercises/{source.name}")
+    return Practice(exercise_id, target, anchor)
 
 
 def parse_notebook(raw: bytes):

@@ -1,0 +1,73 @@
+"""The learner's own copies: a lesson without its stored outputs, its exercises, never
+overwritten, a practice link to the matching exercise, and a repository left clean."""
+
+import shutil
+import subprocess
+
+import nbformat
+import pytest
+
+from course_utils.core.errors import CourseError
+from course_utils.course.workspace import practice, start_lesson, workspace_dir
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    """A throwaway copy of the course's notebook folders, with its default workspace."""
+    monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
+    for folder in ("exercises", "notebooks"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def outputs(path) -> int:
+    return sum(len(c.get("outputs", [])) for c in nbformat.read(path, as_version=4).cells)
+
+
+def test_start_lesson_copies_the_lesson_without_outputs_and_its_exercises(course):
+    lesson, exercise = start_lesson("5", root=course)
+    assert lesson == course / "workspace" / "lessons" / "05_non_contiguous_tensors.ipynb"
+    assert exercise == course / "workspace" / "05_non_contiguous_tensors.ipynb"
+    assert outputs(course / "notebooks" / lesson.name) > 0 and outputs(lesson) == 0
+    stored = nbformat.read(course / "notebooks" / lesson.name, as_version=4)
+    assert [c.source for c in nbformat.read(lesson, as_version=4).cells] == [c.source for c in stored.cells]
+    assert (lesson.parent / "references.md").exists()  # the lesson's links still resolve
+    assert exercise.read_bytes() == (course / "exercises" / exercise.name).read_bytes()
+
+
+def test_lesson_00_has_no_exercise_notebook_and_gets_only_its_lesson(course):
+    assert [p.name for p in start_lesson("00", root=course)] == ["00_start_here.ipynb"]
+
+
+def test_start_lesson_keeps_a_learners_copies_and_force_backs_them_up(course):
+    lesson, exercise = start_lesson("01", root=course)
+    lesson.write_text("my notes")
+    exercise.write_text("my answers")
+    start_lesson("01", root=course)
+    assert lesson.read_text() == "my notes" and exercise.read_text() == "my answers"
+    start_lesson("01", force=True, root=course)
+    backups = sorted(p.read_text() for p in (course / "workspace" / "backups").glob("01_mps_setup.*"))
+    assert backups == ["my answers", "my notes"]
+    assert outputs(lesson) == 0
+    assert exercise.read_bytes() == (course / "exercises" / exercise.name).read_bytes()
+
+
+def test_practice_makes_the_copy_once_and_links_to_the_exercise_heading(course, monkeypatch):
+    monkeypatch.chdir(course / "notebooks")
+    link = practice("05.view_or_copy", root=course)
+    copy = course / "workspace" / "05_non_contiguous_tensors.ipynb"
+    assert link.target == copy and copy.exists()
+    assert link.href().startswith("../workspace/05_non_contiguous_tensors.ipynb#Exercise-4-")
+    assert "05.view_or_copy" in link._repr_html_() and "href='../workspace/" in link._repr_html_()
+    copy.write_text("my answers")
+    practice("05.is_contiguous", root=course)
+    assert copy.read_text() == "my answers"  # first use only: never overwritten
+    with pytest.raises(CourseError, match="no exercise '05.nope'"):
+        practice("05.nope", root=course)
+
+
+def test_the_workspace_is_ignored_by_git_so_running_a_lesson_there_leaves_the_checkout_clean():
+    copy = workspace_dir(ROOT) / "lessons" / "00_start_here.ipynb"
+    ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=ROOT, check=False)
+    assert ignored.returncode == 0, "workspace/ must be git-ignored"
