@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from course_utils.drills.core import CodeRun, Drill, Symptom, code, shuffled_question
+from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, shuffled_question
 
 TIMEOUT_S = 1.5  # every collective's timeout
 BOUND_S = 45.0  # the parent kills any worker still alive after this many seconds
@@ -238,6 +238,19 @@ SKIP = Drill(
     runner=_gloo_run,
     emulated="two CPU processes with gloo stand in for GPUs with NCCL; the pairing rules are the "
              "same",
+    variants=(  # each keeps ``sums``: the workers report it by that name
+        Variant("five steps, the second one dropped",
+                {"grad": "update"},
+                (("step == 2", "step == 1"), ("range(4)", "range(5)"))),
+        Variant("batch sizes decide the skip",
+                {"grad": "local"},
+                (("sums = []", "sizes = [8, 8, 3, 8]\nsums = []"),
+                 ("rank == 0 and step == 2", "rank == 0 and sizes[step] < 4"))),
+        Variant("three steps, other values",
+                {"grad": "contribution"},
+                (("torch.tensor([float(step)])", "torch.tensor([0.5 * step + 1])"),
+                 ("range(4)", "range(3)"))),
+    ),
 )
 
 DRILLS = (SKIP,)
