@@ -109,7 +109,7 @@ def test_a_demo_check_is_kept_apart_from_the_learners_work(capsys):
     assert data["exercises"] == {} and data["hints"] == {}
     assert data["demos"]["exercises"]["00.count_params"]["attempts"] == 2
     assert capsys.readouterr().out.startswith("Hint 2/")  # the demo's ladder climbs as a learner's
-    assert progress.status("00.count_params").endswith("after 2 check(s) (a worked demo, not counted)")
+    assert progress.status("00.count_params").endswith("after 2 check(s)" + progress.DEMO_NOTE)
     assert [r[0] for r in progress.rows()] == []
 
 

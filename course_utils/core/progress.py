@@ -221,13 +221,16 @@ def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
     return out
 
 
+DEMO_NOTE = " (a worked demo, kept apart from your exercises)"
+
+
 def status(exercise_id: str) -> str:
     """One line on an exercise: passed or not, and how many checks it took (a lesson's worked
     demo says so: it is not counted as the learner's work)."""
     data = load()
     entry, note = data["exercises"].get(exercise_id), ""
     if entry is None:
-        entry, note = _book(data, True)["exercises"].get(exercise_id), " (a worked demo, not counted)"
+        entry, note = _book(data, True)["exercises"].get(exercise_id), DEMO_NOTE
     if entry is None:
         return f"{exercise_id}: not attempted"
     state = "passed" if entry["passed"] else "not passed yet"
