@@ -46,14 +46,20 @@ def quiet_news(app_dir: Path | None = None) -> Path | None:
 
 
 def _lab(args) -> int:
+    """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
+    never overwritten), so running it leaves notebooks/ as it is."""
+    from course_utils.course.workspace import start_lesson
+
     root = course_root()
     quiet_news()
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root}",
-           "notebooks/00_start_here.ipynb", *args.jupyter_args]
+    lesson = start_lesson("00", root=root)[0]
+    top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
+           lesson.resolve().relative_to(top.resolve()).as_posix(), *args.jupyter_args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
-    print(f"opening JupyterLab at lesson 00 ({root / 'notebooks/00_start_here.ipynb'})")
-    return subprocess.call(cmd, cwd=root)
+    print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
+    return subprocess.call(cmd, cwd=top)
 
 
 def _start(args) -> int:

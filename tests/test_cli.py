@@ -180,3 +180,20 @@ def test_course_lab_goes_on_where_the_environment_is_read_only(tmp_path):
 
     (tmp_path / "settings").write_text("a file where the folder would be")
     assert quiet_news(tmp_path) is None
+
+
+def test_course_lab_opens_the_learners_own_copy_of_lesson_00(course, monkeypatch, capsys):
+    monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(course))
+    monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
+    monkeypatch.setattr(cli, "quiet_news", lambda: None)  # never the real environment's settings
+    launched = []
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd: launched.append((cmd, cwd)) or 0)
+    assert cli.main(["lab", "--no-browser"]) == 0
+    (cmd, cwd), = launched
+    copy = course / "workspace" / "lessons" / "00_start_here.ipynb"
+    assert cmd[cmd.index(f"--ServerApp.root_dir={course}") + 1] == "workspace/lessons/00_start_here.ipynb"
+    assert "--no-browser" in cmd and cwd == course
+    assert not any(c.get("outputs") for c in nbformat.read(copy, as_version=4).cells)  # unspoiled
+    copy.write_text(copy.read_text().replace("Start here", "my notes"))
+    assert cli.main(["lab"]) == 0
+    assert "my notes" in copy.read_text()  # a second start keeps the learner's copy
