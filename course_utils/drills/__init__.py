@@ -34,6 +34,7 @@ MODULES = (
     ("data", "data"),
     ("numerics", "numerics"),
     ("precision", "numerics"),
+    ("schedules", "numerics"),
     ("devices", "devices"),
     ("memory", "memory"),
     ("attention", "attention"),
