@@ -39,7 +39,7 @@ MISMATCH = Drill(
         "The model was moved to the accelerator (the \"meta\" device stands in for it here: on a Mac, "
         "read \"mps\"); the forward pass raises an error about devices. Why?",
         "x stayed on the CPU; the model is on the GPU",
-        ("The batch of 32 is too large for the GPU's memory",
+        ("The batch is too large for the GPU's memory",
          "Unified memory should share tensors, so this is a driver bug",
          "The model must be moved after its inputs, not before"),
         "placement is explicit: move (or create) every tensor a model meets on the model's "

@@ -54,8 +54,8 @@ ZERO_GRAD = Drill(
         "The loss falls at first, then the run goes unstable. What is wrong with this loop?",
         "Nothing clears .grad, so gradients pile up",
         ("Reusing one batch every step overfits it until the run diverges",
-         "mse_loss averages, so SGD needs reduction='sum'",
-         "lr=0.01 is too high for a linear model with 8 inputs"),
+         "The weights start too large, so the gradients explode",
+         "The learning rate is too high for this linear model"),
         "PyTorch accumulates gradients on purpose; without zero_grad() the gradient at step k is "
         "the sum of all k so far (with SGD on one batch, as if the learning rate grew every step)"),
     hints=("Print model.weight.grad.norm() after each backward().",

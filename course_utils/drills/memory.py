@@ -215,7 +215,7 @@ CKPT = Drill(
         "After adding checkpointing to save memory, block1 stops learning. Why?",
         "Reentrant checkpoint: no input requires grad, so no graph",
         ("Checkpointing always freezes the parameters of the block it wraps",
-         "Tanh's output cannot be recomputed exactly",
+         "The activation's output cannot be recomputed exactly",
          "The recomputation uses a different random seed"),
         "the reentrant implementation only builds a graph through inputs that require grad; "
         "use_reentrant=False tracks the block's parameters as well"),

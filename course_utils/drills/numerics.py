@@ -133,7 +133,7 @@ LOG = Drill(
         "Training is fine for a while, then the loss is inf and the gradients NaN. What "
         "happens in these two lines?",
         "softmax underflows to 0 and log(0) = -inf",
-        ("mean() of 4 large values overflows float32",
+        ("mean() over the large per-sample losses overflows float32",
          "Indexing probs with targets breaks the gradient",
          "targets must be float for log-probabilities"),
         "exp(-118) is below float32's smallest number, so the probability is 0 and its log -inf; "
@@ -187,7 +187,7 @@ NORM = Drill(
         "numerics.zero_norm_division",
         "One row of unit is all NaN. Why?",
         "That row's norm is 0, and 0 / 0 is NaN",
-        ("norm() overflows float32 for 8 features",
+        ("norm() overflows float32 when it squares the features",
          "keepdim=True broadcasts the norms the wrong way",
          "dim=-1 takes each column's norm, not each row's"),
         "a zero vector has no direction; divide by max(norm, eps) so zero rows stay zero"),
@@ -312,7 +312,7 @@ ANOMALY = Drill(
         "detect_anomaly() reports 'LogBackward0 returned nan values' although the forward output "
         "is finite. Why?",
         "where() still backpropagates into log(0): 0 times 1/0 is NaN",
-        ("log(-1.0) is NaN in the forward pass, and where() passes it on to the loss",
+        ("log of the negative input is NaN in the forward pass, and where() passes it on",
          "An in-place op changed a tensor that log saved for backward",
          "The gradient overflows float32 to inf, then turns NaN"),
         "where() picks values in the forward pass, but both branches are computed and both "
