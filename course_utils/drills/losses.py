@@ -91,7 +91,8 @@ DOUBLE = Drill(
         Variant("nn.CrossEntropyLoss, the softmax as a method",
                 {"x": "inputs", "y": "targets", "optimizer": "opt"},
                 (("optimizer = torch.optim.SGD(model.parameters(), lr=1.0)",
-                  "optimizer = torch.optim.SGD(model.parameters(), lr=1.0)\ncriterion = nn.CrossEntropyLoss()"),
+                  "optimizer = torch.optim.SGD(model.parameters(), lr=1.0)\n"
+                  "criterion = nn.CrossEntropyLoss()"),
                  ("F.softmax(model(x), dim=-1)", "model(x).softmax(dim=-1)"),
                  ("F.cross_entropy(", "criterion("))),
     ),

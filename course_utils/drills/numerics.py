@@ -9,8 +9,7 @@ import re
 import torch
 
 from course_utils.drills.core import CodeRun, Drill, Symptom, code, fmt, shuffled_question
-from course_utils.drills.numerics_forms import (ANOMALY_FORMS, EXPLODE_FORMS, LOG_FORMS, LR_FORMS,
-                                                NORM_FORMS)
+from course_utils.drills.numerics_forms import ANOMALY_FORMS, EXPLODE_FORMS, LOG_FORMS, LR_FORMS, NORM_FORMS
 
 # --- learning rate too high ----------------------------------------------------------------------
 

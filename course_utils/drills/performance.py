@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import logging
 
-from course_utils.drills.core import (CodeRun, Drill, Symptom, Variant, code, quiet_fds, run_code,
-                                     shuffled_question)
+from course_utils.drills.core import (
+    CodeRun,
+    Drill,
+    Symptom,
+    Variant,
+    code,
+    quiet_fds,
+    run_code,
+    shuffled_question,
+)
 
 # --- data loading bottleneck ----------------------------------------------------------------------
 
@@ -112,7 +120,8 @@ LOADER = Drill(
     emulated="a 0.5 ms sleep per item stands for decoding a file from disk",
     variants=(
         Variant("192 items of 32 features, batches of 16",
-                edits=(("torch.randn(256, 64)", "torch.randn(192, 32)"), ("nn.Linear(64, 1)", "nn.Linear(32, 1)"),
+                edits=(("torch.randn(256, 64)", "torch.randn(192, 32)"),
+                       ("nn.Linear(64, 1)", "nn.Linear(32, 1)"),
                        ("torch.randn(32, 64), torch.randn(32, 1)", "torch.randn(16, 32), torch.randn(16, 1)"),
                        ("batch_size=32", "batch_size=16"), ("i + 32", "i + 16"),
                        ("len(xs), 32)", "len(xs), 16)"))),
@@ -123,7 +132,8 @@ LOADER = Drill(
         Variant("augmented records",
                 {"Images": "Records", "model": "regressor"},
                 (("return self.raw[i], self.raw[i].sum(0, keepdim=True)",
-                  "noisy = self.raw[i] + 0.1 * torch.randn(64)\n        return noisy, noisy.mean(0, keepdim=True)"),)),
+                  "noisy = self.raw[i] + 0.1 * torch.randn(64)\n"
+                  "        return noisy, noisy.mean(0, keepdim=True)"),)),
     ),
 )
 
