@@ -29,9 +29,12 @@ from course_utils.drills.record import answers, record_answer
 MODULES = (
     ("gradients", "gradients"),
     ("optim_setup", "gradients"),
+    ("token_accumulation", "gradients"),
     ("losses", "losses"),
+    ("lm_losses", "losses"),
     ("modes", "modes"),
     ("data", "data"),
+    ("loaders", "data"),
     ("numerics", "numerics"),
     ("precision", "numerics"),
     ("schedules", "numerics"),
