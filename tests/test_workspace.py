@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from course_utils.core.errors import CourseError
-from course_utils.course.workspace import practice, start_lesson, workspace_dir
+from course_utils.course.workspace import practice, practice_links, start_lesson, workspace_dir
 from tests.conftest import ROOT
 
 
@@ -71,3 +71,12 @@ def test_the_workspace_is_ignored_by_git_so_running_a_lesson_there_leaves_the_ch
     copy = workspace_dir(ROOT) / "lessons" / "00_start_here.ipynb"
     ignored = subprocess.run(["git", "check-ignore", "-q", str(copy)], cwd=ROOT, check=False)
     assert ignored.returncode == 0, "workspace/ must be git-ignored"
+
+
+def test_practice_links_list_every_exercise_of_a_lesson_in_order(course, monkeypatch):
+    monkeypatch.chdir(course / "notebooks")
+    links = practice_links("03", root=course)
+    assert [link.exercise_id for link in links.links] == ["03.honest_timer", "03.sync_lines",
+                                                          "03.log_every_n"]
+    assert repr(links).count("workspace/03_sync_and_timing.ipynb") == 3
+    assert links._repr_html_().count("<a href=") == 3

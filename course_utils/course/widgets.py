@@ -4,6 +4,7 @@ fit a laptop screen, wrapping rows, and the predict-then-run prompt."""
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 FIT_CLASS = "mpsd-fit"
 # JupyterLab sets ``word-break: break-all`` on every <pre> of an output, which splits words
@@ -12,15 +13,33 @@ FIT_CLASS = "mpsd-fit"
 # pictures keep their aspect.
 STYLE = f"""<style>
 .{FIT_CLASS}, .{FIT_CLASS} * {{ word-break: normal; overflow-wrap: anywhere; }}
-.{FIT_CLASS} pre {{ white-space: pre-wrap; }}
+.jp-OutputArea-output .{FIT_CLASS} pre, .{FIT_CLASS} .jp-OutputArea-output pre
+    {{ white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; }}
 .{FIT_CLASS} .widget-hbox {{ flex-wrap: wrap; max-width: 100%; }}
 .{FIT_CLASS} .widget-vbox {{ max-width: 100%; min-width: 0; }}
 .{FIT_CLASS} .jupyter-button {{ flex-shrink: 0; min-width: max-content; }}
-.{FIT_CLASS} .widget-radio-box label {{ white-space: normal; }}
+.{FIT_CLASS} .widget-radio-box label {{ white-space: normal; height: auto; line-height: 1.35;
+    min-height: var(--jp-widgets-radio-item-height); padding: 2px 0; align-items: flex-start; }}
+.{FIT_CLASS} .widget-html, .{FIT_CLASS} .widget-html-content {{ height: auto; }}
+.{FIT_CLASS} .widget-html-content {{ line-height: 1.45; padding: 3px 0; }}
 .{FIT_CLASS} img {{ max-width: 100%; height: auto; object-fit: contain; }}
 .{FIT_CLASS} .widget-text, .{FIT_CLASS} .widget-dropdown, .{FIT_CLASS} .widget-textarea
     {{ max-width: 100%; }}
 </style>"""
+
+# The same wrapping for everything a lesson prints (reports, tables), for the whole JupyterLab
+# page: ``course lab`` serves it as the page's custom CSS (``write_lab_css``).
+LAB_CSS = """body .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
+"""
+
+
+def write_lab_css(folder: Path) -> Path:
+    """Write ``LAB_CSS`` as ``folder/custom.css``, the file JupyterLab serves with
+    ``--custom-css --ServerApp.static_custom_path=[folder]``; return its path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "custom.css"
+    path.write_text(LAB_CSS, encoding="utf-8")
+    return path
 
 
 def fitted(widget):

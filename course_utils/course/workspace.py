@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -95,13 +96,15 @@ def start_lesson(lesson: str, force: bool = False, root: Path | None = None) -> 
     return copies
 
 
-def _heading_id(nb, exercise_id: str) -> str | None:
-    """The anchor JupyterLab gives the markdown heading that names ``exercise_id``."""
+def _headings(nb) -> dict[str, str]:
+    """Exercise id -> the anchor JupyterLab gives the markdown heading that names it."""
+    found = {}
     for cell in nb.cells:
         first = cell.source.splitlines()[0] if cell.source else ""
-        if cell.cell_type == "markdown" and first.startswith("#") and f"`{exercise_id}`" in first:
-            return first.lstrip("#").strip().replace("`", "").replace(" ", "-")
-    return None
+        named = re.search(r"`(\d\d\.\w+)`", first)
+        if cell.cell_type == "markdown" and first.startswith("#") and named:
+            found.setdefault(named.group(1), first.lstrip("#").strip().replace("`", "").replace(" ", "-"))
+    return found
 
 
 class Practice:
@@ -125,18 +128,42 @@ class Practice:
                 f"{html.escape(self.target.name)}</a> (your copy is kept; nothing overwrites it)")
 
 
+class PracticeList:
+    """Links to every exercise of a lesson (``practice_links``), one line each."""
+
+    def __init__(self, links: list[Practice]):
+        self.links = links
+
+    def __repr__(self) -> str:
+        return "\n".join(repr(link) for link in self.links)
+
+    def _repr_html_(self) -> str:
+        return "<br>".join(link._repr_html_() for link in self.links)
+
+
+def _exercise_copy(lesson: str, root: Path) -> tuple[Path, dict[str, str]]:
+    """The learner's copy of lesson NN's exercise notebook (made on first use, never
+    overwritten) and the anchors of its exercises."""
+    source = lesson_notebook(root / "exercises", lesson)
+    target = workspace_dir(root) / source.name
+    if not target.exists():
+        start(lesson, root=root)
+    return target, _headings(read_notebook(source))
+
+
 def practice(exercise_id: str, root: Path | None = None) -> Practice:
     """The learner's copy of the exercise notebook that holds ``exercise_id`` ("05.strides"),
     made on first use and never overwritten, and a link that opens it at that exercise."""
-    root = root or course_root()
-    source = lesson_notebook(root / "exercises", exercise_id.split(".")[0])
-    target = workspace_dir(root) / source.name
-    if not target.exists():
-        start(exercise_id.split(".")[0], root=root)
-    anchor = _heading_id(read_notebook(source), exercise_id)
-    if anchor is None:
-        raise CourseError(f"no exercise '{exercise_id}' in exercises/{source.name}")
-    return Practice(exercise_id, target, anchor)
+    target, anchors = _exercise_copy(exercise_id.split(".")[0], root or course_root())
+    if exercise_id not in anchors:
+        raise CourseError(f"no exercise '{exercise_id}' in exercises/{target.name}")
+    return Practice(exercise_id, target, anchors[exercise_id])
+
+
+def practice_links(lesson: str, root: Path | None = None) -> PracticeList:
+    """A link to each exercise of lesson NN in the learner's copy (a lesson's Practice section)."""
+    target, anchors = _exercise_copy(lesson, root or course_root())
+    return PracticeList([Practice(ex_id, target, anchor) for ex_id, anchor in anchors.items()])
 
 
 def parse_notebook(raw: bytes):
