@@ -37,6 +37,7 @@ MODULES = (
     ("loaders", "data"),
     ("numerics", "numerics"),
     ("precision", "numerics"),
+    ("low_precision", "numerics"),
     ("schedules", "numerics"),
     ("devices", "devices"),
     ("memory", "memory"),
