@@ -40,11 +40,13 @@ MODULES = (
     ("low_precision", "numerics"),
     ("schedules", "numerics"),
     ("devices", "devices"),
+    ("placement", "devices"),
     ("memory", "memory"),
     ("attention", "attention"),
     ("attention_shapes", "attention"),
     ("performance", "performance"),
     ("distributed", "distributed"),
+    ("sampler", "distributed"),
     ("seed_snippets", "seed advice"),
 )
 CATEGORIES = tuple(dict.fromkeys(category for _, category in MODULES))

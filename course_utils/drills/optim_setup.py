@@ -126,7 +126,8 @@ SWAP_BUGGY = code("""
     start = copy.deepcopy(model)                          # (instrumentation) for the check
     x, y = torch.randn(64, 16), torch.randint(0, 3, (64,))
     for step in range(10):
-        loss = F.cross_entropy(model(x), y)
+        logits = model(x)
+        loss = F.cross_entropy(logits, y)
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
