@@ -38,7 +38,7 @@ def _per_batch_measure(run: CodeRun) -> Symptom:
     lrs, per_epoch = run["lrs"], len(run["batches"])
     epochs = [lrs[i:i + per_epoch] for i in range(0, len(lrs), per_epoch)]
     first = epochs[0]
-    changes = sum(a != b for a, b in zip(first, first[1:]))
+    changes = sum(a != b for a, b in zip(first[:-1], first[1:], strict=True))
     starts = ", ".join(fmt(e[0], 2) for e in epochs)
     lowest = min(first)
     return Symptom(f"epoch 1: the LR changes {changes} times across its {per_epoch} batches, "
