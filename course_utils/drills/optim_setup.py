@@ -262,9 +262,9 @@ DECAY = Drill(
     explanation="AdamW shrinks every parameter of a group by a factor (1 - lr * weight_decay) "
                 "per step. With one group that includes the LayerNorm gains (which start at 1 "
                 "and set the scale of each feature) and the biases, the decay pulls them toward "
-                "0 for no regularising benefit; the common practice (GPT-2, BERT and most "
-                "training scripts) is a second param group with weight_decay=0 for every 1-D "
-                "tensor. How much it hurts depends on lr, weight decay and run length: small per "
+                "0 for no regularising benefit; the common practice (BERT's reference optimizer, "
+                "Hugging Face's Trainer, nanoGPT) is a second param group with weight_decay=0 "
+                "for the 1-D tensors. How much it hurts depends on lr, weight decay and run length: small per "
                 "step, it adds up over a long run.",
     source="R84 in references.md (AdamW's decoupled weight decay, per param group)",
     variants=(
