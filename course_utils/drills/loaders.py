@@ -92,7 +92,7 @@ WORKERS = Drill(
     question=shuffled_question(
         "data.worker_rng_copies",
         "The random shift should differ for every sample of every epoch. With num_workers=2, "
-        "how many different shifts does this loader produce?",
+        "how many different shifts do these two epochs produce?",
         "A quarter: each worker, each epoch, repeats one stream",
         ("All 32: since PyTorch 1.9 every worker's RNGs are seeded apart",
          "All 32, but only with shuffle=True; in order they repeat",

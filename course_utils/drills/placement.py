@@ -74,8 +74,9 @@ FORWARD = Drill(
                 "it too.",
     source="R87 in references.md (factory functions create on the default device, initially "
            "the CPU)",
-    emulated="the 'meta' device stands in for mps/cuda on a machine without a GPU; there the "
-             "error reads 'Expected all tensors to be on the same device, ...'",
+    emulated="the 'meta' device stands in for mps/cuda on a machine without a GPU; on cuda the "
+             "error reads 'Expected all tensors to be on the same device, ...' (the exact text "
+             "on mps is uncertain: not run here)",
     variants=(
         Variant("a causal mask built in forward",
                 edits=(("        dim = h.shape[-1]\n", ""),
