@@ -320,8 +320,9 @@ OVERFLOW = Drill(
                 "size ~40 over 64 dims reaches about 100000, so the float16 matmul stores inf; "
                 "the 1/sqrt(D) scale comes too late, since inf / 8 is still inf. softmax subtracts "
                 "the row's maximum (inf - inf = NaN) and the whole row turns NaN. Scale q (or q "
-                "and k) before the matmul, as fused kernels do, and compute the softmax in "
-                "float32; bfloat16 has float32's range and avoids the overflow at lower precision.",
+                "and k) before the matmul and compute the softmax in float32 (on these inputs "
+                "F.scaled_dot_product_attention stayed finite in our CPU run); bfloat16 has "
+                "float32's range and avoids the overflow, at lower precision.",
     source="R68, R36 in references.md (float16's range; the 1/sqrt(d) scale of "
            "scaled_dot_product_attention)",
     variants=(

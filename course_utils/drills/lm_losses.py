@@ -1,5 +1,5 @@
 """Loss bugs of sequence models (lesson 08's timed drills): next-token labels left in place,
-cross_entropy given (B, S, V) logits, and squeeze() on the last batch of one sample."""
+cross_entropy given (B, S, V) logits, squeeze() on a batch of one, padding in the loss."""
 
 from __future__ import annotations
 
@@ -123,9 +123,8 @@ def _classdim_measure(run: CodeRun) -> Symptom:
     true = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), targets.reshape(-1)).item()
     reported = run["loss"].item()
     accuracy = (logits.argmax(-1) == targets).float().mean().item()
-    buggy = abs(reported - true) > 1e-4
     return Symptom(f"loss as computed {fmt(reported)}; cross-entropy over the vocabulary "
-                   f"{fmt(true)}; next-token accuracy {accuracy:.0%}", buggy,
+                   f"{fmt(true)}; next-token accuracy {accuracy:.0%}", abs(reported - true) > 1e-4,
                    {"reported": reported, "true": true, "accuracy": accuracy})
 
 
@@ -261,4 +260,91 @@ SQUEEZE = Drill(
     ),
 )
 
-DRILLS = (SHIFT, CLASSDIM, SQUEEZE)
+# --- padding scored by the loss -------------------------------------------------------------------
+
+PAD_BUGGY = code("""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    V, PAD = 10, 0
+    lengths = torch.tensor([12, 5, 3, 8] * 4)
+    starts = torch.randint(1, V, (16, 1))
+    tokens = (starts + torch.arange(13)) % (V - 1) + 1
+    tokens[torch.arange(13) > lengths[:, None]] = PAD
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+    model = nn.Sequential(nn.Embedding(V, 16), nn.Linear(16, V))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    for step in range(40):
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""")
+
+PAD_FIXED = PAD_BUGGY.replace("targets.reshape(-1))\n",
+                              "targets.reshape(-1), ignore_index=PAD)   # padding scores nothing\n")
+
+
+def _pad_measure(run: CodeRun) -> Symptom:
+    logits, targets, pad = run["logits"].detach(), run["targets"].reshape(-1), run["PAD"]
+    real = torch.nn.functional.cross_entropy(logits.reshape(len(targets), -1), targets,
+                                             ignore_index=pad).item()
+    share = (targets == pad).float().mean().item()
+    reported = run["loss"].item()
+    return Symptom(f"{share:.0%} of the target positions are padding; loss as computed "
+                   f"{fmt(reported)}, on the real tokens {fmt(real)}", abs(reported - real) > 1e-4,
+                   {"reported": reported, "real": real, "padding_share": share})
+
+
+PADDING = Drill(
+    id="losses.padding_in_lm_loss",
+    category="losses",
+    title="Padding scored by the language-model loss",
+    buggy_code=PAD_BUGGY,
+    fixed_code=PAD_FIXED,
+    measure=_pad_measure,
+    question=shuffled_question(
+        "losses.padding_in_lm_loss",
+        "Sequences of different lengths are padded with PAD. Which target positions does this "
+        "loss average over?",
+        "All of them, the padding targets included",
+        ("Only the real tokens: cross_entropy skips padding itself",
+         "The first sequence only, since the rest are shorter",
+         "Each sequence's mean, weighted by its length"),
+        "cross_entropy scores every target unless told otherwise; here about half the targets "
+        "are PAD. The model spends its fit on predicting padding, the reported loss is not the "
+        "real tokens' loss, and the real tokens fit worse. ignore_index=PAD (or a mask) leaves "
+        "padding out"),
+    hints=("Count how many targets equal PAD.",
+           "F.cross_entropy(..., ignore_index=PAD), or multiply per-token losses by a mask."),
+    explanation="A padded batch holds positions that are not text. cross_entropy averages over "
+                "every target it gets; its ignore_index defaults to -100, not to your padding id. "
+                "So padding enters the mean and the gradient: the model learns PAD after PAD "
+                "(easy) and where padding starts after a real token (which one token cannot tell "
+                "it), the reported loss mixes these with the real tokens' loss, and the real "
+                "tokens get a diluted share of the gradient: after the same 40 steps their loss "
+                "here stays hundreds of times higher than with padding left out. Pass "
+                "ignore_index=PAD or average per-token losses over a mask of real targets.",
+    source="R62 in references.md (CrossEntropyLoss: ignore_index, default -100)",
+    variants=(
+        Variant("vocabulary 14, other lengths",
+                {"model": "lm", "inputs": "x"},
+                (("V, PAD = 10, 0", "V, PAD = 14, 0"), ("[12, 5, 3, 8] * 4", "[12, 2, 6, 4] * 4"))),
+        Variant("the last id pads, a hidden layer",
+                {"optimizer": "opt"},
+                (("V, PAD = 10, 0", "V, PAD = 10, 9"), ("% (V - 1) + 1", "% (V - 1)"),
+                 ("nn.Linear(16, V))", "nn.ReLU(), nn.Linear(16, V))"))),
+        Variant("per-token losses and a mask",
+                {"tokens": "batch"},
+                (("    loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=PAD)",
+                  "    per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction=\"none\")\n"
+                  "    real = (targets.reshape(-1) != PAD).float()\n"
+                  "    loss = (per_token * real).sum() / real.sum()"),
+                 ("targets.reshape(-1))\n", "targets.reshape(-1), reduction=\"none\").mean()\n"))),
+    ),
+)
+
+DRILLS = (SHIFT, CLASSDIM, SQUEEZE, PADDING)

@@ -146,7 +146,8 @@ CLIP = Drill(
                 "scale or a larger max_norm the effect varies from step to step). Call "
                 "scaler.unscale_(optimizer) between backward and clipping; scaler.step then knows "
                 "the gradients are unscaled and does not divide them again. With Adam, which "
-                "normalises the step size, the same mistake mostly switches clipping off instead.",
+                "divides by a running gradient size, the steps keep their size and the mistake is "
+                "harder to see, but every step is clipped, whatever the true norm.",
     source="R70, R71 in references.md (AMP examples: unscale_ before clipping; grad_scaler.py)",
     variants=(
         Variant("momentum, 16 features",
