@@ -206,9 +206,9 @@ DECAY_BUGGY = code("""
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 1))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.2)
     x, y = torch.randn(64, 16), torch.randn(64, 1)
-    for step in range(100):
+    for step in range(50):
         loss = F.mse_loss(model(x), y)
         optimizer.zero_grad()
         loss.backward()
@@ -216,10 +216,10 @@ DECAY_BUGGY = code("""
 """)
 
 DECAY_FIXED = DECAY_BUGGY.replace(
-    "optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)\n",
+    "optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.2)\n",
     "matrices = [p for p in model.parameters() if p.ndim >= 2]\n"
     "vectors = [p for p in model.parameters() if p.ndim < 2]   # norm gains and biases\n"
-    "optimizer = torch.optim.AdamW([{\"params\": matrices, \"weight_decay\": 0.1},\n"
+    "optimizer = torch.optim.AdamW([{\"params\": matrices, \"weight_decay\": 0.2},\n"
     "                               {\"params\": vectors, \"weight_decay\": 0.0}], lr=0.01)\n")
 
 
@@ -268,10 +268,10 @@ DECAY = Drill(
                 "step, it adds up over a long run.",
     source="R84 in references.md (AdamW's decoupled weight decay, per param group)",
     variants=(
-        Variant("a BatchNorm MLP, 60 steps",
+        Variant("a BatchNorm MLP, 30 steps",
                 {"x": "inputs", "y": "targets"},
                 (("nn.LayerNorm(32), nn.GELU()", "nn.BatchNorm1d(32), nn.ReLU()"),
-                 ("range(100)", "range(60)"))),
+                 ("range(50)", "range(30)"))),
         Variant("a token model with an embedding and a final LayerNorm",
                 {"x": "tokens", "y": "labels"},
                 (("nn.Sequential(nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 1))",
@@ -279,13 +279,13 @@ DECAY = Drill(
                  ("torch.randn(64, 16), torch.randn(64, 1)",
                   "torch.randint(0, 50, (64,)), torch.randint(0, 50, (64,))"),
                  ("F.mse_loss(model(x), y)", "F.cross_entropy(model(x), y)"))),
-        Variant("weight decay 0.05, two LayerNorms",
+        Variant("weight decay 0.1, two LayerNorms",
                 {"model": "net"},
                 (("nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 1)",
                   "nn.LayerNorm(16), nn.Linear(16, 32), nn.LayerNorm(32), nn.GELU(), "
                   "nn.Linear(32, 1)"),
-                 ("weight_decay=0.1", "weight_decay=0.05"),
-                 ("\"weight_decay\": 0.1", "\"weight_decay\": 0.05"))),
+                 ("weight_decay=0.2", "weight_decay=0.1"),
+                 ("\"weight_decay\": 0.2", "\"weight_decay\": 0.1"))),
     ),
 )
 
