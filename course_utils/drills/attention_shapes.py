@@ -231,7 +231,7 @@ HEADS = Drill(
         "attention.heads_split_by_view",
         "This hand-written multi-head attention runs and has the right output shape, but does "
         "not match nn.MultiheadAttention with the same weights. Why?",
-        "split_heads regroups memory, mixing tokens across heads",
+        "split_heads mixes tokens across heads",
         ("The scale should be E ** -0.5, not (E // H) ** -0.5",
          "The weights must be transposed back before the merge",
          "softmax needs dim=-2 when heads come before tokens"),
@@ -339,7 +339,7 @@ OVERFLOW = Drill(
                 {"x": "acts", "out": "result"},
                 (("torch.randn(1, S, D)", "torch.randn(2, S, D)"),
                  ("scores = q @ k.transpose(-2, -1) / math.sqrt(D)",
-                  "scores = q @ k.transpose(-2, -1)"))),
+                  "scores = torch.matmul(q, k.transpose(-2, -1))"))),
     ),
 )
 

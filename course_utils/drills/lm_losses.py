@@ -139,9 +139,9 @@ CLASSDIM = Drill(
         "losses.cross_entropy_class_dim",
         "The loss falls, no error is raised, yet next-token accuracy stays low. Which dimension "
         "does F.cross_entropy treat as the classes here?",
-        "Dim 1, the 8 sequence positions",
-        ("The last dim, the 8 vocabulary entries",
-         "The flattened batch times positions, 256 rows",
+        "Dim 1, the sequence positions",
+        ("The last dim, the vocabulary entries",
+         "The flattened batch times positions, B*S rows",
          "None: it raises when targets are not one-hot"),
         "F.cross_entropy reads input (N, C, d1, ...): with logits (B, S, V) it takes the S "
         "positions as classes and the vocabulary as an extra dim. It runs only because S == V "
@@ -224,7 +224,7 @@ SQUEEZE = Drill(
         "losses.squeeze_batch_of_one",
         "The first four batches train; the fifth raises a shape error. What is different "
         "about that batch?",
-        "It holds one sample, and squeeze() drops its batch dim",
+        "It has one sample; squeeze() drops that dim",
         ("The DataLoader pads the last batch with zeros",
          "The fifth batch's labels are all one class",
          "SGD's step changes the model's output shape"),

@@ -43,8 +43,8 @@ TOTAL = Drill(
     measure=_total_measure,
     question=shuffled_question(
         "numerics.bf16_running_total",
-        "Every loss lies between 2.0 and 2.5, yet the logged epoch mean is far below 2. Why?",
-        "Past 1024 the total's rounding discards each new loss",
+        "Every loss lies between 2.0 and 2.5, yet the logged epoch mean does not. Why?",
+        "Once the total is large, each new loss rounds away",
         ("bfloat16 cannot represent values between 2.0 and 2.5",
          "total.item() converts to float64 and loses the sum",
          "torch.rand in bfloat16 returns mostly zeros"),
@@ -71,9 +71,9 @@ TOTAL = Drill(
                 (("torch.rand(2000, dtype=torch.bfloat16)", "torch.rand(25600, dtype=torch.bfloat16)"),
                  ("for loss in losses:\n    total += loss\n",
                   "for loss in losses.view(-1, 64):\n    total += loss.sum()\n"))),
-        Variant("3000 steps of losses near 1",
+        Variant("3000 steps, another seed",
                 {"epoch_loss": "mean_loss", "loss": "value"},
-                (("2.0 + 0.5 * torch.rand(2000,", "0.8 + 0.4 * torch.rand(3000,"),)),
+                (("torch.rand(2000,", "torch.rand(3000,"), ("manual_seed(0)", "manual_seed(1)"))),
     ),
 )
 
@@ -130,7 +130,7 @@ CLIP = Drill(
         "numerics.clip_before_unscale",
         "With a GradScaler and gradient clipping at max_norm=1.0, the loss barely moves in 30 "
         "steps. What do the clipped gradients measure?",
-        "The scaled gradients, so each step shrinks by the scale",
+        "The scaled gradients, so steps shrink by the scale",
         ("The float16 gradients, which underflowed to zero",
          "The unscaled gradients, clipped twice by step()",
          "Nothing: clip_grad_norm_ skips the step's inf checks"),

@@ -65,7 +65,7 @@ TOKENS = Drill(
         "gradients.accumulation_mean_per_micro_batch",
         "Each micro-batch's loss is divided by the number of micro-batches, yet the accumulated "
         "gradient differs from the gradient of one batch holding all the tokens. Why?",
-        "Each token's weight depends on its micro-batch's size",
+        "A token's weight depends on its micro-batch",
         ("backward() overwrites .grad between micro-batches",
          "Dividing the loss shrinks the learning rate as well",
          "cross_entropy is not linear, so gradients cannot add"),
