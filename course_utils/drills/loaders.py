@@ -16,7 +16,7 @@ from course_utils.drills.core import CodeRun, Drill, Symptom, Variant, code, fmt
 WORKERS_BUGGY = code("""
     import numpy as np
     import torch
-    from torch.utils.data import DataLoader, Dataset, get_worker_info
+    from torch.utils.data import DataLoader, Dataset
 
     class Jittered(Dataset):
         def __init__(self, n):
@@ -40,6 +40,7 @@ WORKERS_BUGGY = code("""
 """)
 
 WORKERS_FIXED = WORKERS_BUGGY.replace(
+    "import DataLoader, Dataset\n", "import DataLoader, Dataset, get_worker_info\n").replace(
     "\nif __name__ == \"__main__\":\n",
     "\ndef reseed(worker_id):\n"
     "    info = get_worker_info()                 # each worker, each epoch: its own seed\n"

@@ -55,11 +55,10 @@ def _list_measure(run: CodeRun) -> Symptom:
     stepped = {id(p) for group in optimizer.param_groups for p in group["params"]}
     hidden = [p for p in inner if id(p) not in known]
     idle = sum(id(p) not in stepped for p in inner)
-    with_grad = sum(p.grad is not None for p in hidden)
     keys = len(model.state_dict())
-    return Symptom(f"{len(hidden)} of the blocks' {len(inner)} tensors are missing from "
-                   f"model.parameters() ({with_grad} of them hold a .grad); the optimizer steps "
-                   f"{len(inner) - idle} of {len(inner)}; state_dict has {keys} entries",
+    return Symptom(f"model.parameters() lists {len(inner) - len(hidden)} of the blocks' "
+                   f"{len(inner)} tensors; the optimizer steps {len(inner) - idle} of them; "
+                   f"state_dict has {keys} entries",
                    bool(hidden), {"hidden": len(hidden), "idle": idle, "state_dict_keys": keys})
 
 
@@ -264,8 +263,8 @@ DECAY = Drill(
                 "and set the scale of each feature) and the biases, the decay pulls them toward "
                 "0 for no regularising benefit; the common practice (BERT's reference optimizer, "
                 "Hugging Face's Trainer, nanoGPT) is a second param group with weight_decay=0 "
-                "for the 1-D tensors. How much it hurts depends on lr, weight decay and run length: small per "
-                "step, it adds up over a long run.",
+                "for the 1-D tensors. How much it hurts depends on lr, weight decay and run "
+                "length: small per step, it adds up over a long run.",
     source="R84 in references.md (AdamW's decoupled weight decay, per param group)",
     variants=(
         Variant("a BatchNorm MLP, 30 steps",

@@ -32,7 +32,7 @@ def _set_epoch_measure(run: CodeRun) -> Symptom:
     distinct = len({tuple(o) for o in orders})
     shown = "; ".join(" ".join(str(i) for i in o[:6]) + " ..." for o in orders)
     return Symptom(f"this rank's samples, epochs 1-{len(orders)}: {shown}\n"
-                   f"{distinct} distinct orders in {len(orders)} epochs", distinct < len(orders),
+                   f"epochs with an order of their own: {distinct} of {len(orders)}", distinct < len(orders),
                    {"orders": orders, "distinct": distinct})
 
 
