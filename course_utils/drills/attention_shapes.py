@@ -82,7 +82,8 @@ FUTURE = Drill(
                 (("B, S, D = 1, 6, 8", "B, S, D = 2, 8, 16"),)),
         Variant("one nn.Linear makes q, k and v",
                 {"tokens": "h", "out": "y"},
-                (("import torch.nn.functional as F\n", "import torch.nn.functional as F\nfrom torch import nn\n"),
+                (("import torch.nn.functional as F\n",
+                  "import torch.nn.functional as F\nfrom torch import nn\n"),
                  ("w_q, w_k, w_v = (torch.randn(D, D) / math.sqrt(D) for _ in range(3))",
                   "qkv = nn.Linear(D, 3 * D)"),
                  ("q, k, v = x @ w_q, x @ w_k, x @ w_v", "q, k, v = qkv(x).chunk(3, dim=-1)"))),
@@ -120,14 +121,15 @@ REVERSED_FIXED = REVERSED_BUGGY.replace("keep == 1,", "keep == 0,")
 
 def _reversed_measure(run: CodeRun) -> Symptom:
     weights = run["weights"].detach()
-    later = weights.triu(1).nan_to_num().sum(-1)
-    nan_rows = int(weights.isnan().any(-1).sum())
+    nan_row = weights.isnan().any(-1)
+    later = weights.triu(1).sum(-1).masked_fill(nan_row, float("nan"))
+    nan_rows = int(nan_row.sum())
     rows = weights.shape[-2] * weights[..., 0, 0].numel()
-    shown = later.reshape(-1, later.shape[-1])[0]
-    buggy = nan_rows > 0 or later.max().item() > 1e-6
-    return Symptom(f"weight each query puts on later tokens: {', '.join(fmt(w, 2) for w in shown.tolist())}"
+    shown = ", ".join(fmt(w, 2) for w in later.reshape(-1, later.shape[-1])[0].tolist())
+    buggy = nan_rows > 0 or later.nan_to_num().max().item() > 1e-6
+    return Symptom(f"weight each query (sequence 1) puts on later tokens: {shown}"
                    f"\nrows that are NaN: {nan_rows} of {rows}", buggy,
-                   {"later": shown.tolist(), "nan_rows": nan_rows})
+                   {"later": later.tolist(), "nan_rows": nan_rows})
 
 
 REVERSED = Drill(

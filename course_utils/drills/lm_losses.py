@@ -83,7 +83,7 @@ SHIFT = Drill(
                   "F.cross_entropy(logits.transpose(1, 2), tokens)"))),
         Variant("labels copied from the inputs, a hidden layer",
                 {"model": "net"},
-                (("    logits = model(tokens)\n", "    logits = model(tokens)\n    labels = tokens.clone()\n"),
+                (("    logits = model(tokens)\n", "    logits = model(tokens)\n    labels = tokens[:]\n"),
                  ("tokens[:, 1:].reshape(-1))", "labels[:, 1:].reshape(-1))"),
                  ("tokens.reshape(-1))", "labels.reshape(-1))"),
                  ("nn.Linear(16, V))", "nn.GELU(), nn.Linear(16, V))"))),
@@ -162,8 +162,7 @@ CLASSDIM = Drill(
                 (("V, S = 8, 8", "V, S = 6, 6"),)),
         Variant("nn.CrossEntropyLoss",
                 {"optimizer": "opt", "tokens": "sequences"},
-                (("optimizer = torch.optim.Adam(model.parameters(), lr=0.05)\n",
-                  "optimizer = torch.optim.Adam(model.parameters(), lr=0.05)\ncriterion = nn.CrossEntropyLoss()\n"),
+                (("lr=0.05)\n", "lr=0.05)\ncriterion = nn.CrossEntropyLoss()\n"),
                  ("F.cross_entropy(", "criterion("))),
         Variant("12 positions and tokens, a hidden layer",
                 {"tokens": "stream"},
@@ -200,11 +199,13 @@ SQUEEZE_FIXED = SQUEEZE_BUGGY.replace("model(xb).squeeze()",
 
 
 def _squeeze_measure(run: CodeRun) -> Symptom:
-    sizes, batches = run["sizes"], len(run["loader"])
+    sizes, loader = run["sizes"], run["loader"]
+    batches = len(loader)
     stopped = run.error is not None or len(sizes) < batches
     if stopped:
+        following = min(loader.batch_size, len(loader.dataset) - sum(sizes))
         text = (f"the epoch stopped after {len(sizes)} of {batches} batches (sizes "
-                f"{', '.join(map(str, sizes))}; the next holds 1 sample):\n{run.error_text}")
+                f"{', '.join(map(str, sizes))}; the next holds {following}):\n{run.error_text}")
     else:
         text = f"all {batches} batches trained (sizes {', '.join(map(str, sizes))})"
     return Symptom(text, stopped, {"sizes": list(sizes), "batches": batches},
@@ -338,7 +339,8 @@ PADDING = Drill(
         Variant("per-token losses and a mask",
                 {"tokens": "batch"},
                 (("    loss = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), ignore_index=PAD)",
-                  "    per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction=\"none\")\n"
+                  "    per_token = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1),\n"
+                  "                                reduction=\"none\")\n"
                   "    real = (targets.reshape(-1) != PAD).float()\n"
                   "    loss = (per_token * real).sum() / real.sum()"),
                  ("targets.reshape(-1))\n", "targets.reshape(-1), reduction=\"none\").mean()\n"))),

@@ -54,7 +54,7 @@ TOTAL = Drill(
            "What is the gap between neighbouring bfloat16 values near 1024?"),
     explanation="bfloat16 has float32's range but only 8 significant bits. Between 1024 and 2048 "
                 "its values are 8 apart, so total + 2.25 rounds back to total and the running sum "
-                "stops growing at 1024, whatever follows; float16 (11 bits) stalls later, and a "
+                "stops growing at 1024, whatever follows; float16 (11 bits) drifts later, and a "
                 "sum of batch totals can round up instead of down. Accumulate in float32 (or "
                 "call .item() and add Python floats); bfloat16 is fine for the values themselves. "
                 "torch.sum over a bfloat16 tensor gave the right mean in our CPU run, since it "
