@@ -97,13 +97,15 @@ def start_lesson(lesson: str, force: bool = False, root: Path | None = None) -> 
 
 
 def _headings(nb) -> dict[str, str]:
-    """Exercise id -> the anchor JupyterLab gives the markdown heading that names it."""
+    """Exercise id -> the URL fragment that makes JupyterLab scroll to the markdown cell whose
+    heading names it (``cell-id=...``: a heading's own id would hold characters such as '·'
+    that a link percent-encodes and JupyterLab then no longer matches)."""
     found = {}
     for cell in nb.cells:
         first = cell.source.splitlines()[0] if cell.source else ""
         named = re.search(r"`(\d\d\.\w+)`", first)
-        if cell.cell_type == "markdown" and first.startswith("#") and named:
-            found.setdefault(named.group(1), first.lstrip("#").strip().replace("`", "").replace(" ", "-"))
+        if cell.cell_type == "markdown" and first.startswith("#") and named and cell.get("id"):
+            found.setdefault(named.group(1), f"cell-id={cell.id}")
     return found
 
 
@@ -117,7 +119,7 @@ class Practice:
     def href(self) -> str:
         """The copy's path relative to the running notebook's folder, with the heading anchor."""
         relative = Path(os.path.relpath(self.target, Path.cwd())).as_posix()
-        return quote(relative) + (f"#{quote(self.anchor)}" if self.anchor else "")
+        return quote(relative) + (f"#{quote(self.anchor, safe='=')}" if self.anchor else "")
 
     def __repr__(self) -> str:
         return f"Practice {self.exercise_id}: your copy is workspace/{self.target.name}"

@@ -23,11 +23,13 @@ import nbformat
 import pytest
 
 from course_utils.course.authoring import strip_outputs
+from course_utils.course.widgets import write_lab_css
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 CHROMIUM = os.environ.get("MPS_DETECTIVE_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
+SCREENSHOTS = ROOT / "build" / "screenshots"  # each lesson's widgets at laptop sizes (git-ignored)
 WARMUP = "_warmup.ipynb"
 SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"autoStartDefaultKernel": True,
@@ -95,18 +97,21 @@ def lab(tmp_path_factory) -> Lab:
     _copy_lessons_without_outputs(served)
     _write_warmup(served)
     _write_settings(home / "settings")
+    css = write_lab_css(home / "lab-css").parent  # what course lab serves: reports wrap at words
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"), "IPYTHONDIR": str(home / "ipython"),
            "MPLCONFIGDIR": str(home / "mpl"), "MPS_DETECTIVE_HOME": str(home / "progress"),
+           "MPS_DETECTIVE_WORKSPACE": str(served / "workspace"),  # practice links open there
            "MPS_DETECTIVE_DEVICE": "cpu"}
     env.pop("MPLBACKEND", None)
     port, token = _free_port(), secrets.token_hex(12)
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={served}", "--ServerApp.port_retries=0",
-           "--LabApp.expose_app_in_browser=True"]  # lets tests wait for the app to be restored
+           "--LabApp.expose_app_in_browser=True",  # lets tests wait for the app to be restored
+           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "server.log", "wb")  # noqa: SIM115 - closed after the server stops
@@ -168,6 +173,7 @@ class LessonRun:
 
     def __init__(self, name: str, context, page, saved):
         self.name, self.context, self.page, self.saved = name, context, page, saved
+        self.seconds = None  # Run All, from the menu click to the last cell done
 
 
 class LessonRuns:
@@ -188,7 +194,7 @@ class LessonRuns:
         context.set_default_timeout(WAIT_MS)  # Playwright's 30 s default is a guess about speed
         page = context.new_page()
         self.current = LessonRun(name, context, page, None)  # a failure below still gets a screenshot
-        open_and_run(page, self.lab.notebook_url(name), self.lab.root / name)
+        self.current.seconds = open_and_run(page, self.lab.notebook_url(name), self.lab.root / name)
         self.current.saved = save_and_read(page, self.lab.root / name)
         return self.current
 

@@ -147,15 +147,18 @@ def wait_until_run(page, path: Path) -> None:
         raise AssertionError(f"Run All of {path.name} failed ({result['state']}): {result['detail']}")
 
 
-def open_and_run(page, url: str, path: Path) -> None:
+def open_and_run(page, url: str, path: Path) -> float:
     """Open a lesson (outputs cleared), wait for its kernel, Run All from the menu, and wait
-    until every cell has run (``wait_until_run``, against the cells and tags of ``path``)."""
+    until every cell has run (``wait_until_run``, against the cells and tags of ``path``).
+    Returns the seconds from Run All to the last cell done (the learner's wait)."""
     page.goto(url)
     # Widgets created before every extension (the widget manager among them) has started are
     # lost ("Loading widget..."): wait_for_kernel_ready waits for the app to be restored first.
     wait_for_kernel_ready(page)
+    started = time.monotonic()
     run_all(page)
     wait_until_run(page, path)
+    return time.monotonic() - started
 
 
 def save_and_read(page, path):

@@ -5,7 +5,10 @@ Each lesson runs once (``run_lesson``): the general test of a lesson and its wid
 that page. Widgets clicked here: lesson 00's ``check()`` pass line, lesson 05's stride explorer
 (redraws its strides and picture for an op; undo and reset bring the first picture back), lesson
 07's spot-the-bug card (gated on a hypothesis, grades a choice, runs the buggy code, reveals the
-fix) and lesson 08's drill clock (counts in the browser even while the kernel is busy)."""
+fix), lesson 05's practice link (opens the learner's copy of the exercises at that exercise) and
+lesson 08's drill clock (counts in the browser even while the kernel is busy). After its Run All
+each lesson is also measured at 1280x800 and 900x900 (``viewports``): its widgets fit and no word
+is split; screenshots and each lesson's Run All time are kept in build/screenshots/."""
 
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from course_utils.course.drill_mode import START
-from tests.e2e.conftest import ARTIFACTS, ROOT
+from tests.e2e.conftest import ARTIFACTS, ROOT, SCREENSHOTS
 from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
+from tests.e2e.viewports import check_viewports
 
 expect = pytest.importorskip("playwright.sync_api").expect
 expect.set_options(timeout=WAIT_MS)  # not its 5 s default: a deadline, not a guess about speed
@@ -77,6 +81,21 @@ def test_lesson_runs_in_jupyterlab_with_plots_and_widgets_working(run_lesson, na
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name.removesuffix('.ipynb')}.png"), full_page=False)
     json.dumps(nb)  # the saved notebook is valid JSON end to end
+    record_run_time(name, run.seconds)
+    try:
+        problems = check_viewports(page, name, SCREENSHOTS)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})  # the widget tests' size
+    assert problems == {size: [] for size in problems}, f"widgets that do not fit: {problems}"
+
+
+def record_run_time(name: str, seconds: float) -> None:
+    """Keep each lesson's browser Run All time beside the screenshots (run_all_seconds.json)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / "run_all_seconds.json"
+    times = json.loads(path.read_text()) if path.exists() else {}
+    times[name] = round(seconds, 1)
+    path.write_text(json.dumps(times, indent=1, sort_keys=True))
 
 
 @pytest.mark.slow
@@ -176,6 +195,29 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     shown = " ".join(fix.text_content().split())
     for part in (expected.fixed_code, f"Why: {expected.why}"):
         assert " ".join(part.split()) in shown, f"{part!r} is not in the revealed text"
+
+
+@pytest.mark.slow
+@pytest.mark.lesson("05_non_contiguous_tensors.ipynb")
+def test_a_practice_link_opens_the_learners_copy_of_the_exercises_at_that_exercise(run_lesson, lesson_runs):
+    name = "05_non_contiguous_tensors.ipynb"
+    page = run_lesson(name).page
+    link = page.locator(".jp-OutputArea-output a", has_text="05.view_or_copy").first
+    bring_into_view(link)
+    link.click()
+    # JupyterLab opens the learner's copy (made by the lesson's cell) in a new tab.
+    shown = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) h2", has_text="05.view_or_copy")
+    expect(shown).to_be_visible(timeout=WAIT_MS)
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"workspace/{name}"
+    assert (lesson_runs.lab.root / "workspace" / name).exists()
+    # JupyterLab 4.6 applies a link's fragment before a notebook it has just opened is laid out,
+    # so the first click lands at the top of the copy; once the copy is open, a click on the link
+    # reveals it at the exercise's heading.
+    page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", name)
+    link.click()
+    in_view = "h => { const r = h.getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight; }"
+    poll(page, lambda: shown.evaluate(in_view), "the link did not reveal the exercise's heading")
+    page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", name)
 
 
 # --- lesson 08's drill clock --------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""The course's widgets at laptop sizes (issue 17): after a lesson's Run All, the page is resized
+to each of ``VIEWPORTS`` and every course widget (they carry the ``mpsd-fit`` class) is measured
+in the browser: no button narrower than its label, no row wider than its output area, no choice
+drawn over another, no word of its text (or of anything the lesson printed) split across two
+lines. Each widget is kept as a screenshot under build/screenshots/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from course_utils.course.widgets import FIT_CLASS
+
+VIEWPORTS = ({"width": 1280, "height": 800}, {"width": 900, "height": 900})
+# Resolves once the page has laid itself out for the new size: the window has it, and three
+# animation frames have passed (Lumino lays out its panels on the frame after a resize).
+SETTLED = """async (width) => {
+    for (let i = 0; i < 3; i++) await new Promise(r => requestAnimationFrame(r));
+    return window.innerWidth === width;
+}"""
+# Every problem of every visible course widget, as text, and every word split in what the lesson
+# printed. A word is a run of letters inside a token of at most 30 characters (a longer token,
+# such as a dotted path, may break where it must); it is split when its letters lie on two lines.
+PROBLEMS = """(fitClass) => {
+    const problems = [];
+    const shown = el => el.offsetParent !== null && el.getClientRects().length > 0;
+    const name = el => (el.innerText || el.className || '').trim().split('\\n')[0].slice(0, 50);
+    const lines = range => new Set([...range.getClientRects()].filter(r => r.width > 0)
+        .map(r => Math.round(r.top))).size;
+    for (const box of document.querySelectorAll(`.jp-OutputArea-output .${fitClass}`)) {
+        if (!shown(box)) continue;
+        const area = box.closest('.jp-OutputArea-output').getBoundingClientRect();
+        for (const button of box.querySelectorAll('button')) {
+            if (shown(button) && button.scrollWidth > button.clientWidth + 1)
+                problems.push(`button "${name(button)}" is ${button.clientWidth} px, `
+                              + `its label needs ${button.scrollWidth} px`);
+        }
+        for (const group of box.querySelectorAll('.widget-radio-box')) {
+            const labels = [...group.querySelectorAll('label')].filter(shown)
+                .map(l => [l, l.getBoundingClientRect()]);
+            for (let i = 1; i < labels.length; i++)
+                if (labels[i][1].top < labels[i - 1][1].bottom - 1)
+                    problems.push(`choice "${name(labels[i][0])}" overlaps the one above it`);
+        }
+        for (const el of box.querySelectorAll('.widget-hbox, .widget-vbox, pre')) {
+            if (!shown(el)) continue;
+            const right = el.getBoundingClientRect().right;
+            if (el.scrollWidth > el.clientWidth + 1 || right > area.right + 1)
+                problems.push(`"${name(el)}" overflows: ${el.scrollWidth} px of content in `
+                              + `${el.clientWidth} px, right edge ${Math.round(right)} > `
+                              + `${Math.round(area.right)}`);
+        }
+    }
+    // the words of every widget's text and of everything the lesson printed
+    const texts = [...document.querySelectorAll(`.jp-OutputArea-output .${fitClass}`),
+                   ...document.querySelectorAll('.jp-OutputArea-output .jp-RenderedText pre')];
+    for (const box of texts) {
+        if (!shown(box)) continue;
+        const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            if (!node.parentElement || !shown(node.parentElement)) continue;
+            for (const token of node.data.matchAll(/\\S+/g)) {
+                if (token[0].length > 30) continue;
+                for (const word of token[0].matchAll(/[A-Za-z]{2,}/g)) {
+                    const range = document.createRange();
+                    const start = token.index + word.index;
+                    range.setStart(node, start);
+                    range.setEnd(node, start + word[0].length);
+                    if (lines(range) > 1) problems.push(`the word "${word[0]}" is split across `
+                                                        + `lines in "${name(node.parentElement)}"`);
+                }
+            }
+        }
+    }
+    return problems;
+}"""
+
+
+def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
+    """Resize ``page`` to each viewport, keep screenshots of every course widget in ``folder``,
+    and return the problems found at each size (an empty list when the widgets fit)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = lesson.removesuffix(".ipynb")
+    found = {}
+    for size in VIEWPORTS:
+        label = f"{size['width']}x{size['height']}"
+        page.set_viewport_size(size)
+        assert page.evaluate(SETTLED, size["width"]), f"the page did not take the {label} size"
+        found[label] = page.evaluate(PROBLEMS, FIT_CLASS)
+        page.screenshot(path=str(folder / f"{stem}-{label}.png"))
+        widgets = page.locator(f".jp-OutputArea-output .{FIT_CLASS}")
+        for i in range(widgets.count()):
+            widget = widgets.nth(i)
+            if widget.is_visible():
+                widget.screenshot(path=str(folder / f"{stem}-{label}-widget{i + 1}.png"))
+    return found
