@@ -61,3 +61,22 @@ def test_predict_shows_a_stable_summary_and_refuses_an_answer_out_of_range():
     assert prompt._repr_mimebundle_()["text/plain"] == prompt.summary()
     with pytest.raises(ValueError, match="not one of the 2 choices"):
         Predict("k", "Which?", ["a", "b"], answer=2)
+
+
+def test_the_stride_explorer_wraps_its_rows_and_keeps_its_pictures_aspect():
+    from course_utils.course.stride_explorer import StrideExplorer
+
+    explorer = StrideExplorer((3, 4))
+    left, picture = explorer.widget.children
+    assert explorer.widget.layout.flex_flow == "row wrap"  # the picture goes below when narrow
+    assert left.children[1].layout.flex_flow == "row wrap"  # op, args, apply
+    assert picture.layout.height == "auto" and picture.layout.max_width == "100%"
+
+
+def test_the_learner_cannot_stop_or_reset_the_drill_clock():
+    from course_utils.course.drill_mode import DrillSession
+
+    session = DrillSession(seed=5, count=1)
+    session.widget()
+    clock = session.controls.clock
+    assert clock.disabled and clock.layout.display == "none"  # no Play, pause or stop buttons shown
