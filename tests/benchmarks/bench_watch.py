@@ -29,6 +29,10 @@ zero grad at step), update size shrinking a thousandfold (lr collapse, update ra
 helpers it uses; ``course watch`` needs none (``course watch script.py``). Overhead: one process,
 blocks of steps alternating plain / with the tool on two identical copies of a small MLP and a
 small CNN, timed in this thread's CPU time; the ratio of the medians.
+
+A run's result is kept in ``build/bench-watch/cache`` under a hash of what it depends on (the
+script, ``watch_peers.py``, torch's version, for ``course watch`` the toolkit's code) and reused
+while that is unchanged; ``--fresh`` reruns everything.
 """
 
 from __future__ import annotations
@@ -95,7 +99,36 @@ def kinds_named(tool: str, result: dict) -> tuple[set[str], bool]:
     return named, bool(result["signals"])
 
 
-def run_one(tool: str, name: str, version: str, timeout: int) -> dict:
+def _fingerprint(tool: str, script: Path) -> str:
+    """What a run's result depends on: the script, the glue, torch, and for course watch its code."""
+    import hashlib
+
+    import torch
+
+    sources = [script, HERE / "watch_peers.py"]
+    if tool == "watch":
+        sources += sorted((ROOT / "course_utils" / "toolkit").rglob("*.py"))
+    digest = hashlib.sha256(torch.__version__.encode())
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def run_one(tool: str, name: str, version: str, timeout: int, fresh: bool = False) -> dict:
+    """One tool on one script in a fresh process; a result whose inputs are unchanged is reused
+    from ``build/bench-watch/cache`` (``--fresh``: never)."""
+    script = SCRIPTS / f"{name}_{version}.py"
+    cached = OUT / "cache" / f"{tool}-{name}-{version}-{_fingerprint(tool, script)}.json"
+    if cached.exists() and not fresh:
+        return json.loads(cached.read_text(encoding="utf-8"))
+    result = _run_fresh(tool, name, version, timeout)
+    if not result.get("error"):
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(result), encoding="utf-8")
+    return result
+
+
+def _run_fresh(tool: str, name: str, version: str, timeout: int) -> dict:
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{tool}-{name}-{version}.json"
     script = SCRIPTS / f"{name}_{version}.py"
@@ -113,10 +146,10 @@ def run_one(tool: str, name: str, version: str, timeout: int) -> dict:
     return result
 
 
-def verdicts(tools, cases, jobs: int, timeout: int) -> dict:
+def verdicts(tools, cases, jobs: int, timeout: int, fresh: bool = False) -> dict:
     runs = [(t, n, v) for t in tools for n, _ in cases for v in ("bug", "fixed")]
     with ThreadPoolExecutor(jobs) as pool:
-        results = dict(zip(runs, pool.map(lambda r: run_one(*r, timeout), runs), strict=True))
+        results = dict(zip(runs, pool.map(lambda r: run_one(*r, timeout, fresh), runs), strict=True))
     table = {}
     for tool in tools:
         rows = []
@@ -278,10 +311,11 @@ def main() -> int:
     parser.add_argument("--tools", nargs="*", default=list(TOOLS))
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
     parser.add_argument("--no-overhead", action="store_true")
+    parser.add_argument("--fresh", action="store_true", help="rerun every script (no cached results)")
     args = parser.parse_args()
     tools = [t for t in args.tools if t == "watch" or _installed(t)]
     cases = scripts(args.only)
-    table = verdicts(tools, cases, args.jobs, args.timeout)
+    table = verdicts(tools, cases, args.jobs, args.timeout, args.fresh)
     print(f"{'script':<26}" + "".join(f"{t:<22}" for t in tools))
     for i, (name, _) in enumerate(cases):
         cells = [f"{table[t][i]['verdict']}{' +FA' if table[t][i]['false_alarm'] else ''}" for t in tools]

@@ -222,7 +222,7 @@ class Watcher(Verdicts, Schedule):
         if self.ops.modes:
             self.ops.nan.end_phase("forward", [loss])
         if loss is not None and loss.numel() == 1:
-            self.last_loss = loss  # detached only when a check reads it
+            self.last_loss = loss.detach()  # holding the graph would move its freeing into this hook
             if self.loss_site is UNKNOWN or self.ops.open:
                 self.loss_site = user_site(3)
         self.backwards += 1
@@ -243,6 +243,7 @@ class Watcher(Verdicts, Schedule):
                 self._manual_opt = _Manual(params)
                 self._manual = OptimizerWatch(self, self._manual_opt)
                 self._manual.name = "manual update"
+                self.models.relay()  # its step boundary is the next forward
         if self.ops.open:
             self.ops.nan.end_phase(
                 "backward", [p.grad for r in self.models.live_roots() for p in r.parameters()]

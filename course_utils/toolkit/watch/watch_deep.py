@@ -32,6 +32,9 @@ def _holder(obj, mine) -> str:
     return ""
 
 
+_RANDOM = {f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial")}
+
+
 class DeepJudge:
     """Counts, across deep windows, where syncs, copies, fallbacks and survivors happen."""
 
@@ -106,14 +109,18 @@ class DeepJudge:
                 built = (
                     f"built by {entry['how']} at {origin}" if origin != site else f"made by {entry['how']}"
                 )
+                drawn = entry["how"] in _RANDOM  # fresh data, not a constant rebuilt: a choice, not a bug
                 self.watcher.log.add(
                     Finding(
-                        "host copy",
+                        "note" if drawn else "host copy",
                         f"a tensor {built} is copied to the device every step "
-                        f"({entry['bytes'] / 1024:.1f} KiB each time)",
+                        f"({entry['bytes'] / 1024:.1f} KiB each time)"
+                        + ("; drawing it there (device=...) saves the copy but changes the random "
+                           "numbers" if drawn else ""),
                         site,
                         step,
                         subject=f"copy {origin} {site}",
+                        fix="draw it on the device if the copy shows in a profile" if drawn else "",
                     )
                 )
 

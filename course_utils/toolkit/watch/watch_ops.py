@@ -210,7 +210,10 @@ class OpWatch(Window):
                         (site, f"torch.{func.__name__}(host data, device=...)", site, outs[0].nbytes)
                     )
         elif func in _COPIES and self._to_device(func, args, kwargs):
-            self.mark(outs)
+            # a move that copied nothing (a CPU run: .to("cpu") returns its input, a view of the host
+            # data set) must not mark the whole host storage as the device's
+            if not (args and isinstance(args[0], torch.Tensor) and outs and outs[0] is args[0]):
+                self.mark(outs)
         elif direct and inputs and not any(self.is_device(t) for t in inputs):
             origins = [self._host_origin(t) for t in inputs]
             if all(o is not None for o in origins):

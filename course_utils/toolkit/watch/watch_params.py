@@ -6,8 +6,9 @@ loss. From those: non-finite values, parameters that never get a gradient, froze
 (judged at float resolution: an update lr x |grad| below eps x |p| rounds away, which is
 information, not lost updates), update-to-weight ratios out of range, a flat loss while gradients
 are non-zero and a total gradient norm that keeps growing. Every step (no read): the learning
-rate (collapse), and on two probe parameters whether backward adds to last step's gradient
-(a missing ``zero_grad``) or ran at all before ``step()``.
+rate (collapse). Around check steps only (a gradient hook costs a few percent of a small step):
+on two probe parameters whether backward adds to last step's gradient (a missing ``zero_grad``)
+or ran at all before ``step()``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class OptimizerWatch(Trends):
         self.no_grad_checks: dict[int, int] = {}
         self.losses: deque = deque(maxlen=6)
         self.norms: list[float] = []
+        self.norm_losses: list = []  # the loss at each of those checks (None: none seen)
         self.ratio_hi = self.ratio_lo = 0
         self._snap: list[torch.Tensor] | None = None
         self._params: list[torch.Tensor] = []
@@ -50,8 +52,13 @@ class OptimizerWatch(Trends):
     def _add_probes(self, optimizer) -> None:
         trainable = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
         self._probes = list({id(p): p for p in (trainable[:1] + trainable[-1:])}.values())
-        for p in self._probes:
-            self._probe_handles.append(p.register_hook(_probe(self, p)))
+        if self.watcher._is_check(self):
+            self._arm_probes()
+
+    def _arm_probes(self) -> None:
+        """Hook the probes for the backward passes before the next step (a check step)."""
+        if not self._probe_handles:
+            self._probe_handles = [p.register_hook(_probe(self, p)) for p in self._probes]
 
     def on_probe(self, p: torch.Tensor) -> None:
         self._probe_fired = True
@@ -92,11 +99,13 @@ class OptimizerWatch(Trends):
     def before_step(self, optimizer, check: bool) -> None:
         if self._after_step:
             self._stale_gradients()
-        lr = float(optimizer.param_groups[0].get("lr", 0.0))
-        if lr > self.max_lr:
-            self.max_lr, self.collapse_step = lr, 0
-        elif lr < 1e-3 * self.max_lr and not self.collapse_step:
-            self.collapse_step = self.steps + 1
+        lr = optimizer.param_groups[0].get("lr", 0.0)
+        if check or not isinstance(lr, torch.Tensor):  # a tensor lr is read on check steps only (a sync)
+            lr = float(lr)
+            if lr > self.max_lr:
+                self.max_lr, self.collapse_step = lr, 0
+            elif lr < 1e-3 * self.max_lr and not self.collapse_step:
+                self.collapse_step = self.steps + 1
         if not check:
             return
         params = [p for g in optimizer.param_groups for p in g["params"]]
@@ -117,13 +126,17 @@ class OptimizerWatch(Trends):
             ):
                 self._snap = [p.detach().clone() for p in params]
             else:
-                torch._foreach_copy_(self._snap, [p.detach() for p in params])
+                torch._foreach_copy_(self._snap, params)  # under no_grad: no detach needed
 
     def after_step(self, optimizer, check: bool, loss: torch.Tensor | None) -> None:
         self.steps += 1
-        for probe in self._probes:
-            if probe.grad is not None:
-                self._after_step[id(probe)] = (id(probe.grad), probe.grad._version, 0)
+        if self.watcher._is_check(self):  # the probes watch the backward passes before a check step
+            self._arm_probes()
+            for probe in self._probes:
+                if probe.grad is not None:
+                    self._after_step[id(probe)] = (id(probe.grad), probe.grad._version, 0)
+        elif self._probe_handles:
+            self.close()
         self._probe_fired = False
         if check and self._snap is not None:
             with torch.no_grad():
@@ -151,9 +164,9 @@ class OptimizerWatch(Trends):
     # --- the batched check --------------------------------------------------------------------------
     def _check(self, optimizer, loss) -> None:
         params, with_grad = self._params, self._with_grad
-        torch._foreach_sub_(self._snap, [p.detach() for p in params])  # snapshot := old - new
+        torch._foreach_sub_(self._snap, params)  # snapshot := old - new (under no_grad)
         grads, self._grads = self._grads, []
-        parts = list(torch._foreach_norm([*self._snap, *[p.detach() for p in params], *grads]))
+        parts = list(torch._foreach_norm([*self._snap, *params, *grads]))
         has_loss = isinstance(loss, torch.Tensor) and loss.numel() == 1
         if has_loss:
             parts.append(loss.detach().reshape(()))
@@ -185,7 +198,7 @@ class OptimizerWatch(Trends):
         if not with_grad and w.backward_since_step and not self._probe_fired:
             w.report_no_gradient(None, 1)
         self._check_ratios(params, moved, norms, lr_of, gnorm)
-        self._check_growth([v for v in gnorm.values()])
+        self._check_growth([v for v in gnorm.values()], loss_v)
         self._check_flat(loss_v, gnorm, lr_of)
 
 

@@ -14,12 +14,21 @@ from course_utils.toolkit.watch.watch_findings import Finding
 ADAPTIVE = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "Adagrad", "Adadelta", "Adafactor")
 
 
-def expected_update(p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_name: str) -> torch.Tensor:
-    """A rough per-element size of the step the optimizer should take (lr x |grad| for SGD,
-    ~lr for adaptive methods, weight decay included); only its order of magnitude matters."""
+def expected_update(
+    p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_name: str, state: dict | None = None
+) -> torch.Tensor:
+    """A per-element size of the step the optimizer should take (lr x |grad| for SGD; Adam's own
+    lr x m_hat / (sqrt(v_hat) + eps) from its ``state`` when given, else ~lr for adaptive methods;
+    weight decay included); only its order of magnitude matters."""
     lr = float(group.get("lr", 0.0))
     g = grad.detach().abs().to(p.dtype)
-    if optimizer_name in ADAPTIVE or "betas" in group:
+    if state and "exp_avg" in state and "exp_avg_sq" in state and "betas" in group:
+        t = max(1.0, float(state.get("step", 1)))
+        b1, b2 = (float(b) for b in group["betas"])
+        eps = float(group.get("eps", 1e-8) or 1e-8)
+        m_hat = state["exp_avg"].detach().abs() / (1 - b1**t)
+        step = lr * m_hat / ((state["exp_avg_sq"].detach() / (1 - b2**t)).sqrt() + eps)
+    elif optimizer_name in ADAPTIVE or "betas" in group:
         eps = float(group.get("eps", 1e-8) or 1e-8)
         step = lr * g / (g + eps)
     else:
@@ -28,13 +37,18 @@ def expected_update(p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_
     return step + lr * wd * p.detach().abs() if wd else step
 
 
-def visible_fraction(p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_name: str) -> float:
-    """Among the elements that have a gradient, the fraction whose expected update is at least half
-    the float spacing at |p| (a sparse gradient, e.g. top-k features, leaves the others alone)."""
+def visible_fraction(
+    p: torch.Tensor, grad: torch.Tensor, group: dict, optimizer_name: str, state: dict | None = None
+) -> float:
+    """Among the elements that have a gradient, the fraction whose expected update would show at the
+    float spacing at |p| (a sparse gradient, e.g. top-k features, leaves the others alone)."""
     with torch.no_grad():
         info = torch.finfo(p.dtype)
         spacing = (p.detach().abs() * info.eps).clamp_min(info.tiny)
-        visible = expected_update(p, grad, group, optimizer_name) >= 0.5 * spacing
+        # an update of half the spacing rounds to a change; without Adam's state ~lr is only an upper
+        # bound of an adaptive method's step (m / sqrt(v) is below 1 for noisy gradients): a margin
+        rough = (optimizer_name in ADAPTIVE or "betas" in group) and not (state and "exp_avg" in state)
+        visible = expected_update(p, grad, group, optimizer_name, state) >= (4.0 if rough else 0.5) * spacing
         has_grad = grad.detach() != 0
         count = int(has_grad.sum())
         return float((visible & has_grad).sum()) / count if count else 0.0
@@ -49,7 +63,8 @@ class Trends:
         w = self.watcher
         lost, small = [], []
         for p, group, grad_norm, grad in frozen:
-            fraction = visible_fraction(p, grad, group, self.name)
+            state = getattr(self.ref(), "state", {}).get(p)
+            fraction = visible_fraction(p, grad, group, self.name, state)
             (lost if fraction >= 0.5 else small).append(
                 (w.models.name(p, "a parameter"), p, group, grad_norm, fraction)
             )
@@ -145,16 +160,26 @@ class Trends:
                 )
             )
 
-    def _check_growth(self, grad_norms: list[float], window: int = 6) -> None:
-        """Gradient norms that rise check after check (after the warm-up) by 10x in all: accumulation
-        or divergence (healthy training can double its gradient norm early on, not tenfold steadily)."""
+    def _check_growth(self, grad_norms: list[float], loss=None, window: int = 6) -> None:
+        """Gradient norms that rise check after check (after the warm-up) by 10x in all while the loss
+        does not improve: accumulation or divergence (healthy training can double its gradient norm
+        early on, not tenfold steadily). Not judged where several optimizers step in turn (a GAN,
+        actor-critic): each one's loss surface moves with the other's updates."""
         if not grad_norms or self.steps <= self.watcher.warmup:  # checks 16 steps apart: a long rise
             return
+        if sum(1 for ow in self.watcher.optimizers.values() if ow.steps) > 1:
+            return
         self.norms.append(math.sqrt(sum(v * v for v in grad_norms)))
-        last = self.norms[-window:]
+        self.norm_losses.append(loss)
+        last, losses = self.norms[-window:], self.norm_losses[-window:]
         if self.watcher.log.has("missing zero_grad") or len(last) < window:
             return
-        if all(b > a for a, b in zip(last, last[1:], strict=False)) and last[-1] >= 10 * last[0] > 0:
+        improved = None not in (losses[0], losses[-1]) and losses[-1] < losses[0]  # NaN: not improved
+        if (
+            all(b > a for a, b in zip(last, last[1:], strict=False))
+            and last[-1] >= 10 * last[0] > 0
+            and not improved
+        ):
             self.watcher.log.add(
                 Finding(
                     "growing grads",
