@@ -19,7 +19,10 @@ STYLE = f"""<style>
 .{FIT_CLASS} .widget-vbox {{ max-width: 100%; min-width: 0; }}
 .{FIT_CLASS} .jupyter-button {{ flex-shrink: 0; min-width: max-content; }}
 .{FIT_CLASS} .widget-radio-box label {{ white-space: normal; height: auto; line-height: 1.35;
-    min-height: var(--jp-widgets-radio-item-height); padding: 2px 0; align-items: flex-start; }}
+    min-height: var(--jp-widgets-radio-item-height); padding: 2px 0; display: flex;
+    align-items: flex-start; }}
+.{FIT_CLASS} .widget-radio-box input {{ float: none; order: -1; flex-shrink: 0; height: 1.35em;
+    margin: 0 6px 0 1px; }}
 .{FIT_CLASS} .widget-html, .{FIT_CLASS} .widget-html-content {{ height: auto; }}
 .{FIT_CLASS} .widget-html-content {{ line-height: 1.45; padding: 3px 0; }}
 .{FIT_CLASS} img {{ max-width: 100%; height: auto; object-fit: contain; }}
