@@ -81,3 +81,16 @@ def test_practice_links_list_every_exercise_of_a_lesson_in_order(course, monkeyp
                                                           "03.log_every_n"]
     assert repr(links).count("workspace/03_sync_and_timing.ipynb") == 3
     assert links._repr_html_().count("<a href=") == 3
+
+
+def test_every_practice_link_in_a_lesson_names_an_exercise_of_that_lesson(course, monkeypatch):
+    import re
+
+    monkeypatch.chdir(course / "notebooks")
+    named = [(path.name, ex_id) for path in sorted((ROOT / "notebooks").glob("*.ipynb"))
+             for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+             for ex_id in re.findall(r'practice\("(\d\d\.\w+)"\)', cell.source)]
+    assert len(named) >= 20, "each lesson section with an exercise links to it"
+    for lesson, ex_id in named:
+        assert lesson[:2] == ex_id[:2], f"{lesson} links to another lesson's {ex_id}"
+        practice(ex_id, root=course)  # raises for an exercise its notebook does not have
