@@ -204,7 +204,7 @@ def test_training_in_eval_mode_is_named():
     assert "eval mode" in alarms(watched(loop(eval_mode=True), 4))
 
 
-def evaluate(train_mode: bool):
+def evaluate(train_mode: bool, no_grad: bool = True):
     def run(steps):
         model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 2))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -215,9 +215,9 @@ def evaluate(train_mode: bool):
             opt.step()
         if not train_mode:
             model.eval()
-        with torch.no_grad():
-            for batch in x.split(8):
-                model(batch)  # evaluation
+        with torch.no_grad() if no_grad else torch.enable_grad():
+            kept = [model(batch) for batch in x.split(8)]  # evaluation
+        return kept
 
     return run
 
@@ -265,6 +265,26 @@ def test_a_manual_update_that_never_lands_gives_a_flat_loss():
 
     assert {"flat loss", "frozen"} & alarms(watched(train, 40))
     assert not alarms(watched(lambda s: train(s, fixed=True), 40))
+
+
+def test_evaluating_without_no_grad_is_named_and_with_it_quiet():
+    found = watched(evaluate(train_mode=False, no_grad=False), 3)
+    assert alarms(found) == {"grad in eval"} and found["grad in eval"].where.line == line_of("evaluation")
+    assert "grad in eval" not in watched(evaluate(train_mode=False), 3)
+
+
+def test_a_batch_drawn_at_random_on_the_host_is_a_note_not_a_host_copy():
+    def train(steps):
+        model = nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        for _ in range(steps):
+            x = torch.randn(16, 6).to("cpu")  # fresh data each step: seeded on the host on purpose
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+
+    found = watched(train, 6)
+    assert not alarms(found) and "random numbers" in found["note"].what
 
 
 def host_loop(*, syncs: bool = False, host_mask: bool = False, keep_graph: bool = False):

@@ -112,6 +112,13 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
         "batches: the scores are noisy and the model is changed by evaluating it",
         "call model.eval() before evaluating and model.train() after",
     ),
+    "grad in eval": (
+        "evaluating with autograd on",
+        "perf",
+        "forwards in eval mode without torch.no_grad build a graph each time: time and memory "
+        "for nothing, and every output kept (a list of losses, predictions) keeps its graph alive",
+        "wrap the evaluation in torch.no_grad() (or decorate the function with @torch.no_grad())",
+    ),
     "host sync": (
         "host syncs every step",
         "perf",

@@ -70,6 +70,7 @@ class ModelTracker:
         self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
         self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
         self.pending_eval: dict[int, tuple] = {}  # root id -> (train-mode modules, site, step)
+        self.eval_grad: dict[int, tuple] = {}  # root id -> (site, eval-mode forwards with grad since a backward)
 
     # --- registration hooks (always on: they fire only while models are built) -----------------
     def on_module_registered(self, parent, name, sub):
@@ -213,6 +214,8 @@ class ModelTracker:
             self.pending_eval.pop(key, None)
             off = [(n, m) for n, m in sensitive if not m.training]
             self.last_train_forward[key] = (off, user_site(3) if off else UNKNOWN)
+            if not root.training:
+                self._eval_with_grad(root)
             return
         on = [(n, m) for n, m in sensitive if m.training]
         if not on:
@@ -225,8 +228,28 @@ class ModelTracker:
         self.pending_eval[key] = (on, user_site(3), self.watcher.step)
 
     def clear_pending(self) -> None:
-        """A backward ran: the no_grad forwards before it were part of training (a GAN, a teacher)."""
+        """A backward ran: the no_grad forwards before it were part of training (a GAN, a teacher),
+        and so were eval-mode forwards with autograd on (frozen batch norm, a teacher)."""
         self.pending_eval.clear()
+        self.eval_grad.clear()
+
+    def _eval_with_grad(self, root) -> None:
+        """A second eval-mode forward with autograd on and no backward since: evaluation that builds
+        graphs (``model.eval()`` without ``torch.no_grad()``)."""
+        key = id(root)
+        site, count = self.eval_grad.get(key, (user_site(3), 0))
+        self.eval_grad[key] = (site, count + 1)
+        if count + 1 == 2:
+            self.watcher.log.add(
+                Finding(
+                    "grad in eval",
+                    f"{type(root).__name__} runs in eval mode with autograd on, forward after forward "
+                    "with no backward between: evaluation without torch.no_grad",
+                    site,
+                    self.watcher.step,
+                    subject=f"{type(root).__name__}@{key}",
+                )
+            )
 
     def _report_eval_in_train(self, root, pending) -> None:
         on, site, step = pending

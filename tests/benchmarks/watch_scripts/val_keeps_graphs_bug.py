@@ -1,7 +1,7 @@
 """Tabular classifier with a validation pass each epoch: evaluate() runs without torch.no_grad and
 returns the mean of the batch losses as a tensor, which the history list keeps (with every graph).
 
-expect: memory growth
+expect: memory growth, grad in eval
 """
 
 import torch
