@@ -50,12 +50,17 @@ def _lab(args) -> int:
     never overwritten), so running it leaves notebooks/ as it is."""
     from course_utils.course.workspace import start_lesson
 
+    from course_utils.course.widgets import write_lab_css
+    from course_utils.course.workspace import workspace_dir
+
     root = course_root()
     quiet_news()
     lesson = start_lesson("00", root=root)[0]
     top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
+    css = write_lab_css(workspace_dir(root) / ".lab-css")  # printed reports wrap at word boundaries
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
-           lesson.resolve().relative_to(top.resolve()).as_posix(), *args.jupyter_args]
+           lesson.resolve().relative_to(top.resolve()).as_posix(),
+           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css.parent}", *args.jupyter_args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
     print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
@@ -63,11 +68,26 @@ def _lab(args) -> int:
 
 
 def _start(args) -> int:
-    from course_utils.course.workspace import start
+    """Copy lesson NN (outputs cleared) and its exercises into the workspace; say which copies
+    are new and which were kept (they hold the learner's work; --force backs them up first)."""
+    from course_utils.course.workspace import start_lesson
 
-    target = start(args.lesson, force=args.force)
-    print(f"your copy: {target} (open it in JupyterLab; it is yours, nothing overwrites it)")
+    existed = _existing_copies(args.lesson)
+    for copy in start_lesson(args.lesson, force=args.force):
+        what = "exercises" if copy.parent.name != "lessons" else "lesson"
+        state = ("started over (a backup of yours is in backups/)" if args.force and copy in existed
+                 else "kept as you left it" if copy in existed else "new")
+        print(f"your {what}: {copy} ({state})")
+    print("Open them in JupyterLab (course lab); they are yours: nothing overwrites them.")
     return 0
+
+
+def _existing_copies(lesson: str) -> set[Path]:
+    from course_utils.course.workspace import lesson_notebook, workspace_dir
+
+    name = lesson_notebook(course_root() / "notebooks", lesson).name
+    here = workspace_dir(course_root())
+    return {p for p in (here / "lessons" / name, here / name) if p.exists()}
 
 
 def _check(args) -> int:
@@ -189,9 +209,11 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="course", description="MPS Detective course tools")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="check this machine's setup").set_defaults(fn=_doctor)
-    lab = sub.add_parser("lab", help="open JupyterLab at lesson 00 (other options go to jupyter)")
+    lab = sub.add_parser("lab", help="open JupyterLab at your copy of lesson 00 (other options go to "
+                                     "jupyter)")
     lab.set_defaults(fn=_lab)
-    st = sub.add_parser("start", help="copy exercise notebook NN into workspace/")
+    st = sub.add_parser("start", help="copy lesson NN (outputs cleared) and its exercises into "
+                                      "workspace/; never overwrites")
     st.add_argument("lesson", help="lesson number, e.g. 01")
     st.add_argument("--force", action="store_true", help="start over (keeps a backup)")
     st.set_defaults(fn=_start)

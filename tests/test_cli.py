@@ -47,6 +47,24 @@ def test_start_force_keeps_a_timestamped_backup_first(course):
     assert target.read_text() != "my precious work"
 
 
+def test_course_start_copies_the_lesson_and_its_exercises_and_keeps_them_on_a_second_start(
+        course, monkeypatch, capsys):
+    monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(course))
+    monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
+    assert cli.main(["start", "3"]) == 0
+    lesson = course / "workspace" / "lessons" / "03_sync_and_timing.ipynb"
+    exercises = course / "workspace" / "03_sync_and_timing.ipynb"
+    out = capsys.readouterr().out
+    assert f"your lesson: {lesson} (new)" in out and f"your exercises: {exercises} (new)" in out
+    assert not any(c.get("outputs") for c in nbformat.read(lesson, as_version=4).cells)
+    lesson.write_text(lesson.read_text().replace("Sync and timing", "my notes"))
+    assert cli.main(["start", "03"]) == 0
+    assert "kept as you left it" in capsys.readouterr().out and "my notes" in lesson.read_text()
+    assert cli.main(["start", "03", "--force"]) == 0
+    assert "started over" in capsys.readouterr().out and "my notes" not in lesson.read_text()
+    assert any("my notes" in b.read_text() for b in (course / "workspace" / "backups").iterdir())
+
+
 def test_an_unknown_lesson_lists_the_lessons_there_are(course):
     with pytest.raises(CourseError, match="no lesson '42' in exercises/; lessons there: 01"):
         start("42", root=course)
@@ -193,6 +211,8 @@ def test_course_lab_opens_the_learners_own_copy_of_lesson_00(course, monkeypatch
     copy = course / "workspace" / "lessons" / "00_start_here.ipynb"
     assert cmd[cmd.index(f"--ServerApp.root_dir={course}") + 1] == "workspace/lessons/00_start_here.ipynb"
     assert "--no-browser" in cmd and cwd == course
+    css = Path(cmd[cmd.index("--LabApp.custom_css=True") + 1].split("=", 1)[1]) / "custom.css"
+    assert "overflow-wrap" in css.read_text()  # printed reports wrap at word boundaries
     assert not any(c.get("outputs") for c in nbformat.read(copy, as_version=4).cells)  # unspoiled
     copy.write_text(copy.read_text().replace("Start here", "my notes"))
     assert cli.main(["lab"]) == 0
