@@ -74,6 +74,27 @@ def test_the_workspace_is_ignored_by_git_so_running_a_lesson_there_leaves_the_ch
     assert ignored.returncode == 0, "workspace/ must be git-ignored"
 
 
+@pytest.mark.slow
+def test_running_a_lesson_as_a_learner_leaves_git_status_clean(tmp_path, monkeypatch):
+    """In a fresh clone: copy lesson 01 as `course start` does, run all its cells (its practice
+    links make the exercise copy too), and git sees no change at all."""
+    from course_utils.course.execute import client
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
+    monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(clone))
+    monkeypatch.setenv("MPS_DETECTIVE_HOME", str(tmp_path / "progress"))
+    lesson, exercises = start_lesson("01", root=clone)
+    nb = nbformat.read(lesson, as_version=4)
+    client(nb, lesson, timeout=180).execute()
+    nbformat.write(nb, lesson)  # the learner saves their run
+    assert outputs(lesson) > 0 and exercises.exists()
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "", f"running a lesson changed the checkout:\n{status}"
+
+
 def test_practice_links_list_every_exercise_of_a_lesson_in_order(course, monkeypatch):
     monkeypatch.chdir(course / "notebooks")
     links = practice_links("03", root=course)
