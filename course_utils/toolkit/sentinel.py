@@ -185,7 +185,8 @@ class Sentinel:
         from course_utils.toolkit.watch.watch_trends import visible_fraction
 
         p, name = self.params[i], type(self.optimizer).__name__
-        return p.grad is None or visible_fraction(p, p.grad, self.groups[i], name) >= 0.5
+        state = getattr(self.optimizer, "state", {}).get(p)  # Adam's own step size, where it keeps one
+        return p.grad is None or visible_fraction(p, p.grad, self.groups[i], name, state) >= 0.5
 
     def _check_state(self, state: list, norms: list[float], grads: dict[int, float]) -> None:
         for (i, key, _), norm in zip(state, norms, strict=True):

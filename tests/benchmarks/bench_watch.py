@@ -105,11 +105,9 @@ def _fingerprint(tool: str, script: Path) -> str:
 
     import torch
 
-    sources = [script, HERE / "watch_peers.py"]
-    if tool == "watch":
-        sources += sorted((ROOT / "course_utils" / "toolkit").rglob("*.py"))
+    toolkit = sorted((ROOT / "course_utils" / "toolkit").rglob("*.py")) if tool == "watch" else []
     digest = hashlib.sha256(torch.__version__.encode())
-    for path in sources:
+    for path in [script, HERE / "watch_peers.py", *toolkit]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -121,25 +119,20 @@ def run_one(tool: str, name: str, version: str, timeout: int, fresh: bool = Fals
     cached = OUT / "cache" / f"{tool}-{name}-{version}-{_fingerprint(tool, script)}.json"
     if cached.exists() and not fresh:
         return json.loads(cached.read_text(encoding="utf-8"))
-    result = _run_fresh(tool, name, version, timeout)
+    result = _run_fresh(tool, script, OUT / f"{tool}-{name}-{version}.json", timeout)
     if not result.get("error"):
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(result), encoding="utf-8")
     return result
 
 
-def _run_fresh(tool: str, name: str, version: str, timeout: int) -> dict:
+def _run_fresh(tool: str, script: Path, out: Path, timeout: int) -> dict:
     OUT.mkdir(parents=True, exist_ok=True)
-    out = OUT / f"{tool}-{name}-{version}.json"
-    script = SCRIPTS / f"{name}_{version}.py"
     cmd = [sys.executable, str(HERE / "watch_peers.py"), tool, str(out), str(script)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-        result = (
-            json.loads(out.read_text(encoding="utf-8"))
-            if out.exists()
-            else {"error": done.stderr[-300:], "signals": []}
-        )
+        missing = {"error": done.stderr[-300:], "signals": []}
+        result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else missing
     except subprocess.TimeoutExpired:
         result = {"error": "timeout", "signals": []}
     out.unlink(missing_ok=True)
@@ -158,17 +151,11 @@ def verdicts(tools, cases, jobs: int, timeout: int, fresh: bool = False) -> dict
             verdict = "detected" if named & expect else "partly" if said else "missed"
             fixed_named, fixed_said = kinds_named(tool, results[(tool, name, "fixed")])
             false_alarm = bool(fixed_named) if tool == "watch" else fixed_said
-            rows.append(
-                {
-                    "script": name,
-                    "expect": sorted(expect),
-                    "verdict": verdict,
-                    "false_alarm": false_alarm,
-                    "named": sorted(named),
-                    "error": results[(tool, name, "bug")].get("error"),
-                    "fixed_signals": results[(tool, name, "fixed")]["signals"] if false_alarm else [],
-                }
-            )
+            rows.append({
+                "script": name, "expect": sorted(expect), "verdict": verdict, "false_alarm": false_alarm,
+                "named": sorted(named), "error": results[(tool, name, "bug")].get("error"),
+                "fixed_signals": results[(tool, name, "fixed")]["signals"] if false_alarm else [],
+            })
         table[tool] = rows
     return table
 
@@ -335,14 +322,8 @@ def main() -> int:
             f"| {label} | {count['detected']}/{len(rows)} | {count['partly']} | {count['missed']} | "
             f"{alarms}/{len(rows)} | {glue_lines(tool)} | {ratios[0]} | {ratios[1]} |"
         )
-        summary[tool] = {
-            **count,
-            "false_alarms": alarms,
-            "scripts": len(rows),
-            "glue": glue_lines(tool),
-            "overhead": ratios,
-            "rows": rows,
-        }
+        summary[tool] = {**count, "false_alarms": alarms, "scripts": len(rows), "glue": glue_lines(tool),
+                         "overhead": ratios, "rows": rows}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
     watch = summary["watch"]
