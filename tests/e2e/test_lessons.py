@@ -159,8 +159,10 @@ def test_stride_explorer_redraws_for_an_op_and_undo_and_reset_restore_it(run_les
 @pytest.mark.slow
 @pytest.mark.lesson("07_training_bugs.ipynb")
 def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_lesson):
+    from course_utils.core.questions import plain
     from course_utils.course.bugcard import LETTERS  # imports torch: only when the test runs
     from course_utils.course.bugcard import card as bug_card
+    from course_utils.course.code_diff import FixDiff
 
     page = run_lesson("07_training_bugs.ipynb").page
     card = page.locator(".jp-OutputArea-output .widget-vbox").filter(
@@ -193,7 +195,9 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     fix = card.locator(".widget-html", has_text="The fix:")
     fix.wait_for(timeout=WAIT_MS)
     shown = " ".join(fix.text_content().split())
-    for part in (expected.fixed_code, f"Why: {expected.why}"):
+    diff = repr(FixDiff(expected))  # the fix as a diff against the code the card showed
+    assert "+" in diff and "optimizer.zero_grad()" in diff
+    for part in (diff, f"Why: {plain(expected.why)}"):
         assert " ".join(part.split()) in shown, f"{part!r} is not in the revealed text"
 
 
