@@ -48,10 +48,8 @@ def quiet_news(app_dir: Path | None = None) -> Path | None:
 def _lab(args) -> int:
     """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
     never overwritten), so running it leaves notebooks/ as it is."""
-    from course_utils.course.workspace import start_lesson
-
     from course_utils.course.widgets import write_lab_css
-    from course_utils.course.workspace import workspace_dir
+    from course_utils.course.workspace import start_lesson, workspace_dir
 
     root = course_root()
     quiet_news()
