@@ -32,7 +32,8 @@ def _holder(obj, mine) -> str:
     return ""
 
 
-_RANDOM = {f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial")}
+_RANDOM = {f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
+                                  "multinomial")}
 
 
 class DeepJudge:

@@ -70,7 +70,8 @@ class ModelTracker:
         self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
         self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
         self.pending_eval: dict[int, tuple] = {}  # root id -> (train-mode modules, site, step)
-        self.eval_grad: dict[int, tuple] = {}  # root id -> (site, eval-mode forwards with grad since a backward)
+        # root id -> (site, eval-mode forwards with grad since a backward)
+        self.eval_grad: dict[int, tuple] = {}
 
     # --- registration hooks (always on: they fire only while models are built) -----------------
     def on_module_registered(self, parent, name, sub):
