@@ -113,7 +113,7 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
         prefix, progress_home = got["where"]["stdout"].split()
         assert Path(prefix) == Path(sys.prefix), "the kernel is the course's Python"
         assert Path(progress_home) == home / "progress"
-        assert "your copy:" in got["started"]["stdout"] and (home / NOTEBOOK).is_file()
+        assert "your exercises:" in got["started"]["stdout"] and (home / NOTEBOOK).is_file()
         assert (home / "notebooks" / "00_start_here.ipynb").is_file(), "the lessons, their own copy"
         assert got["widgets"], "JupyterLab in the learner's server has the ipywidgets extension"
         assert got["checked"]["status"] == ("ok" if passes else "error"), got["checked"]
