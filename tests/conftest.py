@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,6 +21,11 @@ for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "I
     os.environ.setdefault(_var, str(_SCRATCH / _var.lower()))
 os.environ.setdefault("MPS_DETECTIVE_HOME", str(_SCRATCH / "progress"))
 os.environ.pop("MPLBACKEND", None)
+
+# The two pytest workers already share the machine's cores: torch's own thread pool on top of
+# them only adds waiting, many times the work on a busy machine (tensors in tests are small).
+# Kernels and subprocesses that tests start keep torch's default.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)
