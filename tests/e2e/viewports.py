@@ -2,7 +2,8 @@
 to each of ``VIEWPORTS`` and every course widget (they carry the ``mpsd-fit`` class) is measured
 in the browser: no button narrower than its label, no row wider than its output area, no choice
 drawn over another, no word of its text (or of anything the lesson printed) split across two
-lines. Each widget is kept as a screenshot under build/screenshots/."""
+lines. The page at each size, and its first few widgets at the narrow size, are kept as
+screenshots under build/screenshots/ (every widget at both sizes would cost the suite ~20 s)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from course_utils.course.widgets import FIT_CLASS
 
 VIEWPORTS = ({"width": 1280, "height": 800}, {"width": 900, "height": 900})
+WIDGET_SHOTS = 4  # widgets kept as screenshots per lesson, at the narrowest size
 # Resolves once the page has laid itself out for the new size: the window has it, and three
 # animation frames have passed (Lumino lays out its panels on the frame after a resize).
 SETTLED = """async (width) => {
@@ -76,7 +78,7 @@ PROBLEMS = """(fitClass) => {
 
 
 def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
-    """Resize ``page`` to each viewport, keep screenshots of every course widget in ``folder``,
+    """Resize ``page`` to each viewport, keep screenshots (the page; a few widgets) in ``folder``,
     and return the problems found at each size (an empty list when the widgets fit)."""
     folder.mkdir(parents=True, exist_ok=True)
     stem = lesson.removesuffix(".ipynb")
@@ -87,8 +89,10 @@ def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
         assert page.evaluate(SETTLED, size["width"]), f"the page did not take the {label} size"
         found[label] = page.evaluate(PROBLEMS, FIT_CLASS)
         page.screenshot(path=str(folder / f"{stem}-{label}.png"))
+        if size is not VIEWPORTS[-1]:
+            continue
         widgets = page.locator(f".jp-OutputArea-output .{FIT_CLASS}")
-        for i in range(widgets.count()):
+        for i in range(min(widgets.count(), WIDGET_SHOTS)):
             widget = widgets.nth(i)
             if widget.is_visible():
                 widget.screenshot(path=str(folder / f"{stem}-{label}-widget{i + 1}.png"))
