@@ -124,6 +124,10 @@ def scratch_env() -> dict:
     env["MPS_DETECTIVE_HOME"] = tempfile.mkdtemp(prefix="progress-", dir=SCRATCH)
     env.pop("MPLBACKEND", None)  # an Agg backend around kernels makes figures vanish from outputs
     env["MPS_DETECTIVE_DEVICE"] = "cpu"  # stored outputs come from the CPU reference run
+    # Two pytest workers, their kernels and the browser share the cores: torch's thread pool in
+    # every one of them only adds waiting (the strict nbval stage: 67 s on one thread, 78 s with
+    # the default, on a quiet 2-core machine; the stored outputs are the same).
+    env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
