@@ -294,9 +294,9 @@ def host_loop(*, syncs: bool = False, host_mask: bool = False, keep_graph: bool 
         x, y = torch.randn(16, 6), torch.randn(16, 1)
         history, total = [], torch.zeros(())
         for _ in range(steps):
-            mask = torch.ones(6, 6).tril().sum(0) if host_mask else x.new_ones(6)  # mask
+            mask = torch.ones(6, 6).tril() if host_mask else x.new_ones(6, 6).tril()  # mask
             mask = mask.to(x.device)
-            loss = F.mse_loss(model(x * mask), y)
+            loss = F.mse_loss(model(x @ mask), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -320,6 +320,44 @@ def test_host_syncs_every_step_are_named_at_their_line():
 def test_a_mask_built_on_the_host_every_step_is_a_copy_per_step():
     found = watched(host_loop(host_mask=True), 6)
     assert "host copy" in alarms(found) and "torch.ones" in found["host copy"].what
+
+
+class Positions(nn.Module):
+    """Adds position features that ``forward`` builds on the host at every call (or once, as a buffer)."""
+
+    def __init__(self, buffer: bool):
+        super().__init__()
+        self.lin = nn.Linear(6, 1)
+        self.register_buffer("pos", torch.arange(6.0) / 6 if buffer else None)
+
+    def forward(self, x):
+        pos = self.pos if self.pos is not None else (torch.arange(6.0) / 6).to(x.device)  # positions
+        return self.lin(x + pos)
+
+
+def labelled_loop(model, labels_shape: tuple):
+    def train(steps):
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        for _ in range(steps):
+            x = torch.randn(16, 6, device="cpu")
+            target = torch.ones(labels_shape).to(x.device)  # the batch's labels, rebuilt each step
+            opt.zero_grad()
+            F.mse_loss(model(x).reshape(labels_shape), target).backward()
+            opt.step()
+
+    return train
+
+
+def test_positions_the_model_builds_on_the_host_each_call_are_a_host_copy_at_their_line():
+    found = watched(labelled_loop(Positions(buffer=False), (16, 1)), 6)
+    assert "host copy" in alarms(found) and found["host copy"].where.line == line_of("positions")
+    assert not alarms(watched(labelled_loop(Positions(buffer=True), (16, 1)), 6))
+
+
+@pytest.mark.parametrize("shape", [(16,), (16, 1)])
+def test_labels_the_loop_rebuilds_with_the_batch_are_a_note(shape):
+    found = watched(labelled_loop(nn.Linear(6, 1), shape), 6)
+    assert not alarms(found) and "the same every step" in found["note"].what
 
 
 def test_keeping_the_loss_with_its_graph_is_memory_that_grows():

@@ -2,6 +2,12 @@
 copy or the same fallback in two or more sampled steps is *per step*; tensors a sampled step made
 that are still alive two windows (and at least two steps) later are memory that grows.
 
+A tensor built on the host and copied every step is a finding when the model's own code builds it
+(a mask or positions made in ``forward``), when it is a host array moved slice by slice, or when the
+loop rebuilds the same matrix every step (a mask made outside the model). Anything else the loop
+builds on the host and moves is the batch itself in most scripts (targets, labels, drawn data): a
+note.
+
 One or two scalar reads per step (``loss.item()``, an accuracy, for logging) are reported as a note:
 the usual cost of logging. Three or more reads per step, or reading whole tensors (``.cpu()``,
 ``.numpy()``, ``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
@@ -11,6 +17,9 @@ graph of every step stays alive) or reach 1 MiB per step.
 from __future__ import annotations
 
 import gc
+
+import torch
+from torch import nn
 
 from course_utils.toolkit.watch.watch_findings import Finding, Site
 
@@ -34,6 +43,33 @@ def _holder(obj, mine) -> str:
 
 _RANDOM = {f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
                                   "multinomial")}
+
+
+def in_model_forward(frame, depth: int = 40) -> bool:
+    """Whether ``frame`` runs inside a model's ``forward`` (a loss module's does not count)."""
+    while frame is not None and depth:
+        if frame.f_code.co_name == "forward":
+            owner = frame.f_locals.get("self")
+            if isinstance(owner, nn.Module) and not isinstance(owner, nn.modules.loss._Loss):
+                return True
+        frame, depth = frame.f_back, depth - 1
+    return False
+
+
+def fingerprint(t) -> tuple:
+    """(shape, hash of the bytes) of a host tensor up to 1 MiB; the hash is None above that."""
+    shape = tuple(t.shape)
+    if t.nbytes > MIB:
+        return shape, None
+    try:
+        data = t.detach().reshape(-1).contiguous().view(torch.uint8)
+        return shape, hash(data.numpy().tobytes())
+    except (RuntimeError, TypeError):
+        return shape, None
+
+
+def _matrix(shape: tuple) -> bool:
+    return sum(1 for n in shape if n > 1) >= 2
 
 
 class DeepJudge:
@@ -101,29 +137,46 @@ class DeepJudge:
             )
 
     def _copies(self, copies: list, window: int, step: int) -> None:
-        for origin, how, site, nbytes in copies:
-            entry = self.copy_sites.setdefault((origin, site), {"windows": set(), "how": how, "bytes": 0})
+        for origin, how, site, nbytes, model_side, (shape, digest) in copies:
+            entry = self.copy_sites.setdefault(
+                (origin, site),
+                {"windows": set(), "how": how, "bytes": 0, "model": False, "prints": set(), "shape": shape},
+            )
             entry["windows"].add(window)
             entry["bytes"] = max(entry["bytes"], nbytes)
+            entry["model"] = entry["model"] or model_side
+            if len(entry["prints"]) < 4:
+                entry["prints"].add(digest)
         for (origin, site), entry in self.copy_sites.items():
             if len(entry["windows"]) >= 2 and 2 * len(entry["windows"]) >= self.closed:
-                built = (
-                    f"built by {entry['how']} at {origin}" if origin != site else f"made by {entry['how']}"
-                )
-                drawn = entry["how"] in _RANDOM  # fresh data, not a constant rebuilt: a choice, not a bug
-                self.watcher.log.add(
-                    Finding(
-                        "note" if drawn else "host copy",
-                        f"a tensor {built} is copied to the device every step "
-                        f"({entry['bytes'] / 1024:.1f} KiB each time)"
-                        + ("; drawing it there (device=...) saves the copy but changes the random "
-                           "numbers" if drawn else ""),
-                        site,
-                        step,
-                        subject=f"copy {origin} {site}",
-                        fix="draw it on the device if the copy shows in a profile" if drawn else "",
-                    )
-                )
+                self._report_copy(origin, site, entry, step)
+
+    def _report_copy(self, origin, site, entry: dict, step: int) -> None:
+        built = f"built by {entry['how']} at {origin}" if origin != site else f"made by {entry['how']}"
+        drawn = entry["how"] in _RANDOM  # fresh data, not a constant rebuilt: a choice, not a bug
+        constant = len(entry["prints"]) == 1 and None not in entry["prints"]
+        rebuilt = not drawn and (entry["model"] or (constant and _matrix(entry["shape"])))
+        if rebuilt:
+            tail, fix = "", ""
+        elif drawn:
+            tail = "; drawing it there (device=...) saves the copy but changes the random numbers"
+            fix = "draw it on the device if the copy shows in a profile"
+        else:
+            tail = "; in most loops this is the batch itself" + (
+                ", but it is the same every step" if constant else ""
+            )
+            fix = "build it once on the device (device=...) if it is the same every step"
+        self.watcher.log.add(
+            Finding(
+                "host copy" if rebuilt else "note",
+                f"a tensor {built} is copied to the device every step "
+                f"({entry['bytes'] / 1024:.1f} KiB each time){tail}",
+                site,
+                step,
+                subject=f"copy {origin} {site}",
+                fix=fix,
+            )
+        )
 
     def judge(self, step: int) -> None:
         """Tensors a window made that are still alive two steps after it closed (cheap: weakrefs)."""

@@ -22,6 +22,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from course_utils.toolkit.syncpoints import function_kind, tensors_in
 from course_utils.toolkit.watch.watch_broadcast import Broadcasts
+from course_utils.toolkit.watch.watch_deep import fingerprint, in_model_forward
 from course_utils.toolkit.watch.watch_findings import (
     call_as_user,
     called_from_user,
@@ -76,7 +77,7 @@ class OpWatch(Window):
         self._numpy: dict[int, int] = {}  # data pointer of numpy-backed memory -> window first seen
         self.broadcasts = Broadcasts(watcher)
         self.syncs: list[tuple] = []  # (site, kind, scalar) this window
-        self.copies: list[tuple] = []  # (origin, how, copy site, bytes) this window
+        self.copies: list[tuple] = []  # (origin, how, copy site, bytes, model side, fingerprint)
         self.fallbacks: list[tuple] = []  # (op, site)
         self.cuts: dict = {}  # site -> description (graph cuts seen in any window)
         self.allocs: list[tuple] = []  # (weakref, site, nbytes, has history) this window
@@ -120,14 +121,16 @@ class OpWatch(Window):
             self._storages = {k: r for k, r in self._storages.items() if not r.expired()}
 
     def _host_origin(self, t):
-        """(site, how, window) for a tensor the user's code built on the host, else None; ``window``
-        is the deep window it was first seen in (only this window's count as built per step)."""
+        """(site, how, window, model side) for a tensor the user's code built on the host, else None;
+        ``window`` is the deep window it was first seen in (only this window's count as built per
+        step); a host array (numpy) moved piece by piece counts as model side: it could live on the
+        device."""
         if not isinstance(t, torch.Tensor) or t.device.type != "cpu" or self.is_device(t):
             return None
         found = self.host.get(t)
         if found is None and not t.untyped_storage().resizable():  # numpy-backed: from_numpy, as_tensor
             ptr = t.untyped_storage().data_ptr()
-            found = (None, "torch.from_numpy", self._numpy.setdefault(ptr, self.window))
+            found = (None, "torch.from_numpy", self._numpy.setdefault(ptr, self.window), True)
             if len(self._numpy) > 4096:
                 self._numpy.clear()
         return found
@@ -161,7 +164,7 @@ class OpWatch(Window):
             self._frame = outer
         try:
             with torch._C.DisableTorchFunction():
-                self._after_function(func, args, kwargs, out, site, training, direct)
+                self._after_function(func, args, kwargs, out, site, training, direct, frame)
         except Exception as err:  # noqa: BLE001
             self.watcher.fail(err, "on_function")
         return out
@@ -180,13 +183,16 @@ class OpWatch(Window):
             if direct and func in _COPIES and args and self._to_device(func, args, kwargs):
                 origin = self._host_origin(args[0])
                 if origin is not None and origin[2] == self.window:
-                    self.copies.append((origin[0] or site, origin[1], site, args[0].nbytes))
+                    model_side = origin[3] or in_model_forward(frame)
+                    self.copies.append(
+                        (origin[0] or site, origin[1], site, args[0].nbytes, model_side, fingerprint(args[0]))
+                    )
             if func in _CUTS and args and args[0].requires_grad:
                 self.cuts.setdefault(site, f"{site}: {site.code}")
         self.broadcasts.before(func, args, site)
         return frame, site, direct, training
 
-    def _after_function(self, func, args, kwargs, out, site, training, direct) -> None:
+    def _after_function(self, func, args, kwargs, out, site, training, direct, frame) -> None:
         inputs = tensors_in((args, kwargs))
         outs = tensors_in(out) if isinstance(out, (torch.Tensor, tuple, list)) else []
         if not outs:
@@ -195,8 +201,9 @@ class OpWatch(Window):
             device = kwargs.get("device")
             if device is None or torch.device(device).type != self.device_type:
                 if direct:
+                    model_side = in_model_forward(frame)
                     for t in outs:
-                        self.host[t] = (site, f"torch.{func.__name__}", self.window)
+                        self.host[t] = (site, f"torch.{func.__name__}", self.window, model_side)
             else:
                 self.mark(outs)
                 if (
@@ -207,7 +214,8 @@ class OpWatch(Window):
                     and not isinstance(args[0], torch.Tensor)
                 ):
                     self.copies.append(
-                        (site, f"torch.{func.__name__}(host data, device=...)", site, outs[0].nbytes)
+                        (site, f"torch.{func.__name__}(host data, device=...)", site, outs[0].nbytes,
+                         in_model_forward(frame), fingerprint(outs[0]))
                     )
         elif func in _COPIES and self._to_device(func, args, kwargs):
             # a move that copied nothing (a CPU run: .to("cpu") returns its input, a view of the host
@@ -219,7 +227,7 @@ class OpWatch(Window):
             if all(o is not None for o in origins):
                 first = min(origins, key=lambda o: o[2])  # data gathered from an older tensor is not new
                 for t in outs:
-                    self.host[t] = (first[0] or site, first[1], first[2])
+                    self.host[t] = (first[0] or site, first[1], first[2], first[3])
         self.broadcasts.after(func, args, inputs, outs, site)
         if training:
             for t in outs:
