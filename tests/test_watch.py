@@ -64,6 +64,30 @@ def test_a_loss_that_broadcasts_b1_against_b_is_named_at_its_line():
     assert not alarms(watched(regression(broadcast=False)))
 
 
+HAND_WRITTEN = {  # losses people write by hand, each fed the broadcast difference
+    "weighted huber": lambda d, w: (w * torch.where(d.abs() < 0.5, d**2, d.abs())).sum() / w.sum(),
+    "per-row mean": lambda d, w: (d**2).mean(dim=-1).mean(),
+    "masked sum": lambda d, w: (d.abs() * (w > 0)).sum() / len(w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND_WRITTEN))
+def test_a_broadcast_followed_through_weights_masks_and_row_reductions_is_named(name):
+    def train(steps, fixed=False):
+        model, x, w = mlp(), torch.randn(16, 4), torch.rand(16)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+        for _ in range(steps):
+            pred = model(x).squeeze(-1) if fixed else model(x)
+            loss = HAND_WRITTEN[name](pred - x.sum(1), w)  # difference
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    found = watched(train, 3)
+    assert "broadcast" in alarms(found) and found["broadcast"].where.line == line_of("difference")
+    assert not alarms(watched(lambda steps: train(steps, fixed=True), 3))
+
+
 def test_mse_loss_on_mismatched_shapes_is_named_too():
     def train(steps, fixed=False):
         model, x = mlp(), torch.randn(16, 4)
@@ -198,6 +222,34 @@ def test_zero_grad_between_backward_and_step_is_named():
 
 def test_a_scheduler_stepped_per_batch_collapses_the_learning_rate():
     assert "lr collapse" in alarms(watched(loop(scheduler_per_batch=True), 40))
+
+
+def cosine(make_scheduler):
+    def train(steps):
+        model, x = mlp(), torch.randn(32, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        sched = make_scheduler(opt)
+        for _ in range(steps):
+            opt.zero_grad()
+            F.mse_loss(model(x).squeeze(1), x.sum(1)).backward()
+            opt.step()
+            sched.step()  # per batch
+
+    return train
+
+
+def test_a_cosine_over_epochs_stepped_per_batch_is_named_though_its_lr_comes_back():
+    found = watched(cosine(lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=5)), 40)
+    assert "lr collapse" in alarms(found) and "T_max=5" in found["lr collapse"].what
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=5),  # restarts on purpose
+    lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=0.05, total_steps=40),  # made per batch
+    lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=40),  # sized in steps
+])
+def test_schedules_meant_per_batch_are_quiet(make):
+    assert "lr collapse" not in watched(cosine(make), 40)
 
 
 def test_training_in_eval_mode_is_named():

@@ -1,7 +1,8 @@
 """Loss-side broadcasting (``course watch``): a prediction and a target that hold the same values
 but broadcast to a larger shape than either, the (B, 1) against (B,) case, which turns B errors
 into B x B pairs. Seen in loss functions (``F.mse_loss`` and friends) at once, and in hand-written
-losses by following the broadcast result through element-wise ops until it is reduced to a scalar.
+losses by following the broadcast result through every op it feeds (weights, masks, per-row
+reductions) until it is reduced to a scalar.
 A pairwise difference on purpose (``s[:, None] - s``: both sides need gradients) is not flagged.
 """
 
@@ -73,13 +74,15 @@ class Broadcasts:
             shapes = bad_broadcast(*[a for a in args if isinstance(a, torch.Tensor)])
             if shapes is not None:
                 self.spread[outs[0]] = (site, shapes, func.__name__.strip("_"))
-        elif inputs and len(outs) == 1:
-            origin = next((self.spread.get(t) for t in inputs if t in self.spread), None)
-            if origin is not None:
-                if outs[0].dim() == 0:
-                    self.report(origin[0], origin[1], origin[2], reduced_at=site)
-                elif outs[0].shape == torch.Size(origin[1][2]):
-                    self.spread[outs[0]] = origin
+                return
+        origin = next((self.spread.get(t) for t in inputs if t in self.spread), None) if outs else None
+        if origin is None:
+            return
+        for out in outs:  # weighted, masked, reduced per row: still the B x B pairs
+            if out.dim() == 0:
+                self.report(origin[0], origin[1], origin[2], reduced_at=site)
+            else:
+                self.spread[out] = origin
 
     def report(self, site, shapes, op: str, reduced_at=None) -> None:
         a, b, out = shapes

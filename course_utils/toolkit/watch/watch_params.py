@@ -32,6 +32,7 @@ class OptimizerWatch(Trends):
         self.steps = 0
         self.max_lr = 0.0
         self.collapse_step = 0
+        self.lr_dipped, self.lr_cycles = False, 0  # near-zero dips the lr came back from
         self.ever_grad: set[int] = set()
         self.no_grad_checks: dict[int, int] = {}
         self.losses: deque = deque(maxlen=6)
@@ -106,6 +107,10 @@ class OptimizerWatch(Trends):
                 self.max_lr, self.collapse_step = lr, 0
             elif lr < 1e-3 * self.max_lr and not self.collapse_step:
                 self.collapse_step = self.steps + 1
+            if lr < 1e-2 * self.max_lr:
+                self.lr_dipped = True
+            elif self.lr_dipped and lr >= 0.5 * self.max_lr:
+                self.lr_dipped, self.lr_cycles = False, self.lr_cycles + 1
         if not check:
             return
         params = [p for g in optimizer.param_groups for p in g["params"]]

@@ -213,6 +213,8 @@ class Trends:
             )
 
     def _check_lr(self, optimizer) -> None:
+        if self.lr_cycles >= 2:
+            self._check_lr_cycles(optimizer)
         if not self.collapse_step:
             return
         lr = float(optimizer.param_groups[0].get("lr", 0.0))
@@ -232,14 +234,53 @@ class Trends:
             )
 
 
-def _schedulers(optimizer) -> str:
-    """Which schedulers drive this optimizer and how often they were stepped (found once, by gc)."""
+    def _check_lr_cycles(self, optimizer) -> None:
+        """The lr fell to ~0 and came back, again and again: a schedule with an end (a cosine over
+        T_max epochs) stepped past it many times, unless its scheduler cycles by design."""
+        if self.watcher.log.has("lr collapse", self.name):
+            return
+        found = _drivers(optimizer)
+        if any(type(s).__name__ in _CYCLIC for s in found):
+            self.lr_cycles = 0
+            return
+        self.watcher.log.add(
+            Finding(
+                "lr collapse",
+                f"{self.name}'s learning rate fell to almost 0 and came back {self.lr_cycles} times "
+                f"by step {self.steps}: the schedule ran to its end many times over"
+                f"{_schedulers(optimizer, found)}",
+                self.watcher.step_site,
+                self.watcher.step,
+                subject=self.name,
+            )
+        )
+
+
+_CYCLIC = {"CyclicLR", "CosineAnnealingWarmRestarts"}  # schedulers that restart on purpose
+
+
+def _drivers(optimizer) -> list:
+    """The schedulers that drive ``optimizer`` (found by gc: call it once, not every step)."""
     import gc
 
-    found = [
+    return [
         o
         for o in gc.get_objects()
         if issubclass(type(o), torch.optim.lr_scheduler.LRScheduler)
         and getattr(o, "optimizer", None) is optimizer
     ]
-    return "".join(f"; {type(s).__name__}.step() was called {s.last_epoch} times" for s in found[:2])
+
+
+def _horizon(scheduler) -> str:
+    for name in ("T_max", "total_iters", "step_size"):
+        if isinstance(getattr(scheduler, name, None), int):
+            return f" ({name}={getattr(scheduler, name)})"
+    return ""
+
+
+def _schedulers(optimizer, found: list | None = None) -> str:
+    """Which schedulers drive this optimizer and how often they were stepped."""
+    found = _drivers(optimizer) if found is None else found
+    return "".join(
+        f"; {type(s).__name__}{_horizon(s)}.step() was called {s.last_epoch} times" for s in found[:2]
+    )
