@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def watched(train, steps: int = 12, **options) -> dict:
     """Run ``train(steps)`` under a watcher that looks at every step op by op; {kind: finding}."""
     torch.manual_seed(0)
-    with watch(verbose=False, deep_every=1, **options) as w:
+    with watch(verbose=False, **{"deep_every": 1, **options}) as w:
         train(steps)
     return {f.kind: f for f in w.findings}
 
@@ -544,13 +544,54 @@ def test_gradient_accumulation_is_not_a_missing_zero_grad():
     def train(steps):
         model, x = mlp(), torch.randn(32, 4)
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        running = 0.0
         for i in range(4 * steps):
-            F.mse_loss(model(x[i % 4 :: 4]).squeeze(1), x[i % 4 :: 4, 0]).div(4).backward()
+            loss = F.mse_loss(model(x[i % 4 :: 4]).squeeze(1), x[i % 4 :: 4, 0]).div(4)
+            loss.backward()
+            running += loss.item()  # one logging read per micro-batch: four per optimizer step
             if i % 4 == 3:
                 opt.step()
                 opt.zero_grad()
 
-    assert not alarms(watched(train, 6))
+    found = watched(train, 6)
+    assert not alarms(found) and "usual cost of logging" in found["note"].what
+
+
+def two_phases(*, swap_head_after_optimizer=False, back_to_train=True):
+    """Pretrain a model, then train a second model (or a new head) with a new optimizer."""
+
+    def train(steps):
+        x, y = torch.randn(64, 4), torch.randint(0, 3, (64,))
+        first = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+        opt = torch.optim.Adam(first.parameters(), lr=1e-2)
+        for _ in range(steps):
+            opt.zero_grad()
+            F.cross_entropy(first(x), y).backward()
+            opt.step()
+        second = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+        opt2 = torch.optim.SGD(second.parameters(), lr=1e-2)
+        if swap_head_after_optimizer:
+            second[3] = nn.Linear(16, 3)
+        second.train()
+        for i in range(steps):
+            opt2.zero_grad()
+            F.cross_entropy(second(x), y).backward()
+            opt2.step()
+            if i % 3 == 2:  # a look at held-out data, mid-epoch
+                second.eval()
+                with torch.no_grad():
+                    second(x[:8])
+                if back_to_train:
+                    second.train()
+
+    return train
+
+
+def test_a_second_optimizer_that_takes_over_is_watched_like_the_first():
+    found = alarms(watched(two_phases(swap_head_after_optimizer=True), 12, deep_every=None))
+    assert {"not in optimizer", "stale optimizer"} <= found
+    assert "eval mode" in alarms(watched(two_phases(back_to_train=False), 12, deep_every=None))
+    assert not alarms(watched(two_phases(), 12, deep_every=None))
 
 
 def test_the_capstone_can_be_solved_with_course_watch():

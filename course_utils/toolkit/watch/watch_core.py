@@ -93,7 +93,8 @@ class Watcher(Verdicts, Schedule):
         self.live = False
         self.step_site = self.loss_site = UNKNOWN
         self.optimizers: dict[int, OptimizerWatch] = {}
-        self._primary: weakref.ref | None = None
+        self._primary: weakref.ref | None = None  # the optimizer whose steps count as the run's steps
+        self._coverage_at = 3
         self._manual: OptimizerWatch | None = None
         self._handles: list = []
         self._discovery: list = []
@@ -286,13 +287,27 @@ class Watcher(Verdicts, Schedule):
         if ow is None:
             return
         ow.after_step(optimizer, self._is_check(ow), self.last_loss)
-        if self._primary is None or self._primary() is not optimizer:
+        primary = self._primary is not None and self._primary() is optimizer
+        if not primary and not self._takes_over(ow, optimizer):
             return
         self.step += 1
-        if self.step == 3 or self.step % 200 == 0:
+        if self.step == self._coverage_at or self.step % 200 == 0:
             self.models.coverage(self._all_optimizers(), self.step)
         self.backward_since_step = False
         self._window_boundary()
+
+    def _takes_over(self, ow, optimizer) -> bool:
+        """A second optimizer that steps twice while the first one does not (pretraining done, a
+        fine-tuning optimizer now) becomes the one whose steps count; optimizers that take turns (a
+        GAN) do not."""
+        if ow.primary_mark != self.step:
+            ow.primary_mark = self.step
+            return False
+        self._primary = weakref.ref(optimizer)
+        self.step_site = user_site(3)
+        self._coverage_at = self.step + 3
+        self._armed = True  # its model may be new: the next step is watched op by op, which finds it
+        return True
 
     def _all_optimizers(self) -> list:
         return [o for o in (ow.ref() for ow in self.optimizers.values()) if o is not None]

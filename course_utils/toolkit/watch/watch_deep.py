@@ -9,7 +9,8 @@ builds on the host and moves is the batch itself in most scripts (targets, label
 note.
 
 One or two scalar reads per step (``loss.item()``, an accuracy, for logging) are reported as a note:
-the usual cost of logging. Three or more reads per step, or reading whole tensors (``.cpu()``,
+the usual cost of logging. Three or more reads per backward pass (with gradient accumulation a loop
+reads once per micro-batch), or reading whole tensors (``.cpu()``,
 ``.numpy()``, ``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
 graph of every step stays alive) or reach 1 MiB per step.
 """
@@ -79,7 +80,8 @@ class DeepJudge:
         self.watcher = watcher
         self.closed = 0
         self.sync_sites: dict[Site, dict] = {}
-        self.sync_totals: list[int] = []
+        self.sync_totals: list[float] = []  # host reads per backward pass, one entry a window
+        self.backwards_at_open = 0  # the watcher's backward count when the window opened
         self.copy_sites: dict[tuple, dict] = {}
         self.fallback_sites: dict[tuple, set] = {}
         self.allocs: list[tuple] = []  # (window, step, allocs)
@@ -108,7 +110,8 @@ class DeepJudge:
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
 
     def _syncs(self, syncs: list, window: int, step: int) -> None:
-        self.sync_totals.append(len(syncs))
+        backwards = self.watcher.backwards - self.backwards_at_open
+        self.sync_totals.append(len(syncs) / max(1, backwards))  # accumulation: reads per micro-batch
         for site, kind, scalar in syncs:
             entry = self.sync_sites.setdefault(
                 site, {"windows": set(), "kinds": set(), "count": 0, "scalar": True}
@@ -127,7 +130,7 @@ class DeepJudge:
                 Finding(
                     "host sync" if many else "note",
                     f"{kinds}: the host waits for the device here in {len(entry['windows'])} of "
-                    f"{self.closed} sampled steps ({per_step} waits per step in all)"
+                    f"{self.closed} sampled steps ({per_step:.3g} waits per backward pass in all)"
                     + ("" if many else "; a scalar read or two per step is the usual cost of logging"),
                     site,
                     step,

@@ -30,6 +30,7 @@ class OptimizerWatch(Trends):
         self.watcher, self.ref = watcher, weakref.ref(optimizer)
         self.name = type(optimizer).__name__
         self.steps = 0
+        self.primary_mark = -1  # the run's step count at this optimizer's last step (not the primary)
         self.max_lr = 0.0
         self.collapse_step = 0
         self.lr_dipped, self.lr_cycles = False, 0  # near-zero dips the lr came back from
