@@ -282,6 +282,27 @@ def test_evaluating_in_train_mode_is_named_and_eval_mode_is_quiet():
     assert not alarms(watched(evaluate(train_mode=False), 3))
 
 
+def test_evaluating_with_neither_eval_nor_no_grad_is_named_at_the_evaluation_line():
+    found = watched(evaluate(train_mode=True, no_grad=False), 3)
+    assert {"train mode in eval", "grad in eval"} <= alarms(found)
+    assert found["grad in eval"].where.line == line_of("evaluation")
+
+
+def test_forwards_that_a_backward_uses_later_are_not_an_evaluation():
+    def rollout(steps):  # a policy run once per action, trained after the episode; twin inputs
+        policy = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.1), nn.Linear(16, 2))
+        opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+        for _ in range(steps):
+            log_probs = [torch.log_softmax(policy(torch.randn(1, 4)), -1)[0, 0] for _ in range(12)]
+            left, right = policy(torch.randn(8, 4)), policy(torch.randn(8, 4))
+            loss = -torch.stack(log_probs).sum() + F.mse_loss(left, right)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    assert not alarms(watched(rollout, 4))
+
+
 def test_the_first_op_that_makes_nan_is_named_with_its_line():
     def train(steps, fixed=False):
         model = nn.Linear(3, 1)
@@ -348,12 +369,13 @@ def host_loop(*, syncs: bool = False, host_mask: bool = False, keep_graph: bool 
         for _ in range(steps):
             mask = torch.ones(6, 6).tril() if host_mask else x.new_ones(6, 6).tril()  # mask
             mask = mask.to(x.device)
-            loss = F.mse_loss(model(x @ mask), y)
+            pred = model(x @ mask)
+            loss = F.mse_loss(pred, y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             if syncs:
-                history.append((loss.item(), model(x).mean().item(), model(x).std().item()))  # sync
+                history.append((loss.item(), pred.mean().item(), pred.std().item()))  # sync
             else:
                 total += loss.detach()
             if keep_graph:

@@ -228,7 +228,7 @@ class Watcher(Verdicts, Schedule):
                 self.loss_site = user_site(3)
         self.backwards += 1
         self.backward_since_step = True
-        self.models.clear_pending()
+        self.models.clear_pending(tensors)
         if self._manual is not None and not self.optimizers:
             self._manual.after_step(self._manual_opt, self._is_check(self._manual), self.last_loss)
             self.step += 1

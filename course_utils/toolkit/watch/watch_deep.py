@@ -8,11 +8,11 @@ loop rebuilds the same matrix every step (a mask made outside the model). Anythi
 builds on the host and moves is the batch itself in most scripts (targets, labels, drawn data): a
 note.
 
-One or two scalar reads per step (``loss.item()``, an accuracy, for logging) are reported as a note:
-the usual cost of logging. Three or more reads per backward pass (with gradient accumulation a loop
-reads once per micro-batch), or reading whole tensors (``.cpu()``,
-``.numpy()``, ``.tolist()``), is the hot-loop problem. Survivors count when they carry autograd history (the
-graph of every step stays alive) or reach 1 MiB per step.
+One or two reads per pass (``loss.item()``, an accuracy, lengths for packing, for logging) are a
+note: the usual cost of logging. Three or more per pass is the hot-loop problem; a pass is a forward
+or a backward (gradient accumulation reads once per micro-batch, a policy rollout once per action).
+Survivors count when they carry autograd history (the graph of every step stays alive) or reach
+1 MiB per step.
 """
 
 from __future__ import annotations
@@ -73,6 +73,11 @@ def _matrix(shape: tuple) -> bool:
     return sum(1 for n in shape if n > 1) >= 2
 
 
+def _passes(watcher) -> tuple[int, int]:
+    """(backward passes, top-level forwards with autograd on) the watcher has counted so far."""
+    return watcher.backwards, watcher.models.top_forwards
+
+
 class DeepJudge:
     """Counts, across deep windows, where syncs, copies, fallbacks and survivors happen."""
 
@@ -81,7 +86,7 @@ class DeepJudge:
         self.closed = 0
         self.sync_sites: dict[Site, dict] = {}
         self.sync_totals: list[float] = []  # host reads per backward pass, one entry a window
-        self.backwards_at_open = 0  # the watcher's backward count when the window opened
+        self.passes_at_open = (0, 0)  # the watcher's backward and forward counts when the window opened
         self.copy_sites: dict[tuple, dict] = {}
         self.fallback_sites: dict[tuple, set] = {}
         self.allocs: list[tuple] = []  # (window, step, allocs)
@@ -110,8 +115,10 @@ class DeepJudge:
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
 
     def _syncs(self, syncs: list, window: int, step: int) -> None:
-        backwards = self.watcher.backwards - self.backwards_at_open
-        self.sync_totals.append(len(syncs) / max(1, backwards))  # accumulation: reads per micro-batch
+        w = self.watcher
+        backwards, forwards = (now - then for now, then in zip(_passes(w), self.passes_at_open, strict=True))
+        # accumulation reads once per micro-batch, a rollout once per action: reads per pass
+        self.sync_totals.append(len(syncs) / max(1, backwards, forwards))
         for site, kind, scalar in syncs:
             entry = self.sync_sites.setdefault(
                 site, {"windows": set(), "kinds": set(), "count": 0, "scalar": True}
@@ -125,13 +132,13 @@ class DeepJudge:
             if len(entry["windows"]) < 2 or 2 * len(entry["windows"]) < self.closed:
                 continue
             kinds = ", ".join(sorted(entry["kinds"]))
-            many = per_step >= 3 or not entry["scalar"]
+            many = per_step >= 3
             self.watcher.log.add(
                 Finding(
                     "host sync" if many else "note",
                     f"{kinds}: the host waits for the device here in {len(entry['windows'])} of "
-                    f"{self.closed} sampled steps ({per_step:.3g} waits per backward pass in all)"
-                    + ("" if many else "; a scalar read or two per step is the usual cost of logging"),
+                    f"{self.closed} sampled steps ({per_step:.3g} waits per forward/backward pass in all)"
+                    + ("" if many else "; a read or two per pass is the usual cost of logging"),
                     site,
                     step,
                     subject=f"sync {site}",

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 
+from course_utils.toolkit.watch.watch_evalloop import GradForwards
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, Site, user_site
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
@@ -66,12 +67,14 @@ class ModelTracker:
         self._handles: list = []
         self._relayed: set[int] = set()
         self.depth = 0
+        self.top_forwards = 0
         self._names: dict[int, str] = {}
         self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
         self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
         self.pending_eval: dict[int, tuple] = {}  # root id -> (train-mode modules, site, step)
         # root id -> (site, eval-mode forwards with grad since a backward)
         self.eval_grad: dict[int, tuple] = {}
+        self.grad_forwards = GradForwards(watcher)
 
     # --- registration hooks (always on: they fire only while models are built) -----------------
     def on_module_registered(self, parent, name, sub):
@@ -84,6 +87,8 @@ class ModelTracker:
 
     # --- forward hooks (discovery windows only) -------------------------------------------------
     def on_forward_pre(self, module, args):
+        if self.depth == 0 and torch.is_grad_enabled():
+            self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
         if self.depth == 0 and id(module) not in self._root_ids:
             has = self._has_params.get(module)
             if has is None:
@@ -185,7 +190,7 @@ class ModelTracker:
             return
         for opt in optimizers:
             params = [p for g in opt.param_groups for p in g["params"]]
-            stale = [p for p in params if id(p) not in in_models]
+            stale = [p for p in params if id(p) not in in_models and not self._around_a_model(p)]
             if stale and (len(stale) < len(params) or all(p in self.param_info for p in stale)):
                 info = self.param_info.get(stale[0])
                 what = (f"{type(info[1]).__name__}.{info[2]}" if info else "a tensor") + (
@@ -203,6 +208,13 @@ class ModelTracker:
                     )
                 )
 
+    def _around_a_model(self, p: torch.Tensor) -> bool:
+        """Whether ``p`` belongs to a module that contains a model seen running: its own parameters
+        (a ViT's class token) are used although the loop calls its parts, never the module itself."""
+        info = self.param_info.get(p)
+        roots = {id(r) for r in self.live_roots()}
+        return info is not None and any(id(m) in roots for m in info[1].modules())
+
     # --- modes --------------------------------------------------------------------------------------
     def on_root_forward(self, root: nn.Module) -> None:
         if self.watcher._boundary_due:
@@ -217,6 +229,8 @@ class ModelTracker:
             self.last_train_forward[key] = (off, user_site(3) if off else UNKNOWN)
             if not root.training:
                 self._eval_with_grad(root)
+            elif not off:
+                self.grad_forwards.forward(root, user_site(3))
             return
         on = [(n, m) for n, m in sensitive if m.training]
         if not on:
@@ -228,11 +242,12 @@ class ModelTracker:
             return
         self.pending_eval[key] = (on, user_site(3), self.watcher.step)
 
-    def clear_pending(self) -> None:
+    def clear_pending(self, tensors=None) -> None:
         """A backward ran: the no_grad forwards before it were part of training (a GAN, a teacher),
         and so were eval-mode forwards with autograd on (frozen batch norm, a teacher)."""
         self.pending_eval.clear()
         self.eval_grad.clear()
+        self.grad_forwards.backward(tensors)
 
     def _eval_with_grad(self, root) -> None:
         """A second eval-mode forward with autograd on and no backward since: evaluation that builds
@@ -267,6 +282,7 @@ class ModelTracker:
         )
 
     def finish(self) -> None:
+        self.grad_forwards.finish()
         for key, pending in list(self.pending_eval.items()):
             root = next((m for m in self.live_roots() if id(m) == key), None)
             if root is not None:

@@ -7,7 +7,8 @@ when the optimizer step starts (the backward), the parameters after it (the step
 result is not finite is the trail scanned, in order, for the first op whose outputs are not finite
 although its inputs are. Ops given a non-finite scalar (``masked_fill(mask, -inf)``) make
 non-finite values on purpose and are skipped; NaNs already in an op's inputs (the data, parameters
-a previous step broke) are reported as such.
+a previous step broke) are reported as such. Gradients that overflow while an enabled GradScaler
+is alive are a note: the scaler skips that step and lowers its scale, as designed.
 """
 
 from __future__ import annotations
@@ -75,11 +76,26 @@ class NanTrail:
             kind = "NaN" if any(bool(torch.isnan(t).any()) for t in floats) else "Inf"
             what = f"aten::{op} produced {kind} from finite inputs in the {phase}"
             what += f" (in {node.name()}, the backward of this line)" if node is not None else ""
+            if phase == "backward" and _scaling_gradients():
+                what += ("; an enabled GradScaler skips this step and lowers its scale, by design: a "
+                         "problem only if its scale keeps falling")
+                self.watcher.log.add(Finding("note", what, _with_code(site), self.watcher.step + 1,
+                                             subject="scaled gradients overflow"))
+                return
             self.done = True
             self.watcher.log.add(
                 Finding("non-finite", what, _with_code(site), self.watcher.step + 1, subject="first op")
             )
             return
+
+
+def _scaling_gradients() -> bool:
+    """Whether an enabled GradScaler is alive (found by gc: called only when gradients overflow)."""
+    import gc
+
+    from torch.amp.grad_scaler import GradScaler
+
+    return any(isinstance(o, GradScaler) and o.is_enabled() for o in gc.get_objects())
 
 
 def _with_code(site: Site) -> Site:

@@ -176,8 +176,8 @@ class OpWatch(Window):
         site = site_of_frame(frame)
         direct = called_from_user(2)
         if training:
-            kind = function_kind(func, args, kwargs, self.is_device)
-            if kind is not None:
+            kind = function_kind(func, args, kwargs, self.is_device) if direct else None
+            if kind is not None:  # reads torch's own code makes for the user (GradScaler.step) are the API's
                 first = args[0] if args and isinstance(args[0], torch.Tensor) else None
                 self.syncs.append((site, kind, first is not None and first.numel() == 1))
             if direct and func in _COPIES and args and self._to_device(func, args, kwargs):

@@ -56,7 +56,7 @@ class Schedule:
 
     def _open_window(self) -> None:
         self.deep_steps += 1
-        self.deep.backwards_at_open = self.backwards
+        self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
         self.ops.start()
         self._window_start = time.perf_counter()
