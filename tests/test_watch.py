@@ -633,3 +633,91 @@ def test_the_capstone_can_be_solved_with_course_watch():
     with watch(verbose=False) as watcher:
         fixed(Lab(seed=0, steps=40))
     assert not watcher.findings
+
+
+def test_an_lbfgs_closure_is_the_users_code_and_its_broadcast_is_named():
+    def train(steps, fixed=False):
+        model, x = mlp(), torch.randn(32, 4)
+        opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4)
+
+        def closure():
+            opt.zero_grad()
+            pred = model(x).squeeze(-1) if fixed else model(x)
+            loss = ((pred - x.sum(1)) ** 2).mean()  # closure loss
+            loss.backward()
+            return loss
+
+        for _ in range(steps):
+            opt.step(closure)
+
+    found = watched(train, 4)
+    assert alarms(found) == {"broadcast"} and found["broadcast"].where.line == line_of("closure loss")
+    assert not alarms(watched(lambda steps: train(steps, fixed=True), 4))
+
+
+class Recommender(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.users = nn.Embedding(50, 8, sparse=True)
+        self.tower = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, u):
+        return self.out(self.tower(self.users(u))).squeeze(-1)
+
+
+@pytest.mark.parametrize("dense_from", ["model", "out"])
+def test_sparse_gradients_count_and_a_tower_left_out_of_every_optimizer_is_named(dense_from):
+    def train(steps):
+        model = Recommender()
+        sparse = torch.optim.SparseAdam(model.users.parameters(), lr=1e-2)
+        dense_params = [p for n, p in model.named_parameters() if not n.startswith("users")]
+        dense = torch.optim.Adam(dense_params if dense_from == "model" else model.out.parameters(), lr=1e-2)
+        for _ in range(steps):
+            u = torch.randint(0, 50, (32,))
+            loss = F.binary_cross_entropy_with_logits(model(u), (u % 2).float())
+            sparse.zero_grad()
+            dense.zero_grad()
+            loss.backward()
+            sparse.step()
+            dense.step()
+
+    found = alarms(watched(train, 8, deep_every=None))
+    assert found == (set() if dense_from == "model" else {"not in optimizer"})
+
+
+def test_gradients_that_overflow_under_a_grad_scaler_are_a_note():
+    def train(steps):
+        model, x = mlp(), torch.randn(32, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        scaler = torch.amp.GradScaler("cpu", init_scale=2.0**100)  # overflows, then backs off
+        for _ in range(steps):
+            opt.zero_grad()
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = F.mse_loss(model(x).squeeze(-1), x.sum(1))
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+    found = watched(train, 4)
+    assert "non-finite" not in found and "GradScaler" in found["note"].what
+
+
+def test_parameters_of_a_module_whose_parts_the_loop_calls_are_not_stale():
+    class Tokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cls = nn.Parameter(torch.zeros(1, 4))
+            self.body = nn.Linear(4, 4)
+            self.head = nn.Linear(4, 1)
+
+    def train(steps):
+        model, x = Tokens(), torch.randn(16, 4)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(steps):  # the loop calls the parts, never model(...)
+            loss = model.head(model.body(x + model.cls)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    assert not alarms(watched(train, 6, deep_every=None))

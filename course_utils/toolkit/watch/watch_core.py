@@ -273,9 +273,13 @@ class Watcher(Verdicts, Schedule):
         check = self._is_check(ow)
         if check:
             self.models.check_modes(optimizer, self.step + 1)
+        closure = args[1] if len(args) > 1 else kwargs.get("closure")  # args[0] is the optimizer
+        if closure is not None:  # LBFGS: the gradients come from the closure, inside step()
+            return self._closure_as_user(closure, ow, optimizer, check, args, kwargs)
         ow.before_step(optimizer, check)
         if check and (ow.steps == 0 or ow.steps % 800 == 0):
             self._check_layout(optimizer)
+        return None
 
     @_guarded
     def _on_step_post(self, optimizer, args, kwargs) -> None:

@@ -60,7 +60,7 @@ def in_model_forward(frame, depth: int = 40) -> bool:
 def fingerprint(t) -> tuple:
     """(shape, hash of the bytes) of a host tensor up to 1 MiB; the hash is None above that."""
     shape = tuple(t.shape)
-    if t.nbytes > MIB:
+    if t.layout != torch.strided or t.nbytes > MIB:
         return shape, None
     try:
         data = t.detach().reshape(-1).contiguous().view(torch.uint8)

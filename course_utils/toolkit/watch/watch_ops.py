@@ -61,6 +61,11 @@ _UNINITIALIZED = {
 }
 
 
+def _nbytes(t: torch.Tensor) -> int:
+    """Bytes of a strided tensor's data; sparse ones (an embedding's sparse gradient) count 0."""
+    return t.nbytes if t.layout == torch.strided else 0
+
+
 class OpWatch(Window):
     """One deep window at a time: what the user's code did, op by op."""
 
@@ -184,8 +189,9 @@ class OpWatch(Window):
                 origin = self._host_origin(args[0])
                 if origin is not None and origin[2] == self.window:
                     model_side = origin[3] or in_model_forward(frame)
+                    made = origin[0] or site
                     self.copies.append(
-                        (origin[0] or site, origin[1], site, args[0].nbytes, model_side, fingerprint(args[0]))
+                        (made, origin[1], site, _nbytes(args[0]), model_side, fingerprint(args[0]))
                     )
             if func in _CUTS and args and args[0].requires_grad:
                 self.cuts.setdefault(site, f"{site}: {site.code}")
@@ -214,7 +220,7 @@ class OpWatch(Window):
                     and not isinstance(args[0], torch.Tensor)
                 ):
                     self.copies.append(
-                        (site, f"torch.{func.__name__}(host data, device=...)", site, outs[0].nbytes,
+                        (site, f"torch.{func.__name__}(host data, device=...)", site, _nbytes(outs[0]),
                          in_model_forward(frame), fingerprint(outs[0]))
                     )
         elif func in _COPIES and self._to_device(func, args, kwargs):
@@ -235,7 +241,7 @@ class OpWatch(Window):
                     self.nan.node_site[id(t.grad_fn)] = (t.grad_fn, site)
             if self.watcher.step > 0:
                 for t in outs:
-                    self.allocs.append((weakref.ref(t), site, t.nbytes, t.grad_fn is not None))
+                    self.allocs.append((weakref.ref(t), site, _nbytes(t), t.grad_fn is not None))
 
     # --- the dispatch mode --------------------------------------------------------------------------
     def on_dispatch(self, func, args: tuple, kwargs: dict):

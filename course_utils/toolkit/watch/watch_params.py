@@ -43,6 +43,7 @@ class OptimizerWatch(Trends):
         self._snap: list[torch.Tensor] | None = None
         self._params: list[torch.Tensor] = []
         self._with_grad: list[int] = []
+        self._sparse: set[int] = set()
         self._grads: list[torch.Tensor] = []
         self._probe_handles: list = []
         self._probe_fired = False
@@ -117,10 +118,11 @@ class OptimizerWatch(Trends):
         params = [p for g in optimizer.param_groups for p in g["params"]]
         self._params = params
         self._with_grad = [i for i, p in enumerate(params) if p.grad is not None and not p.grad.is_sparse]
+        self._sparse = {i for i, p in enumerate(params) if p.grad is not None and p.grad.is_sparse}
         self._grads = [
             params[i].grad for i in self._with_grad
         ]  # a manual loop may clear them before after_step
-        if not self._with_grad:
+        if not self._with_grad and not self._sparse:
             self._no_gradients_at_step(optimizer)
         with torch.no_grad():
             if (
@@ -189,7 +191,7 @@ class OptimizerWatch(Trends):
         group_of = [gr for gr in optimizer.param_groups for _ in gr["params"]]
         frozen: list[tuple] = []
         for i, p in enumerate(params):
-            if i in gnorm:
+            if i in gnorm or i in self._sparse:  # a sparse gradient (nn.Embedding(sparse=True)) counts
                 self.ever_grad.add(id(p))
                 self.no_grad_checks.pop(id(p), None)
             elif p.requires_grad and with_grad:
@@ -201,7 +203,7 @@ class OptimizerWatch(Trends):
                 frozen.append((p, group_of[i], grad, grads[with_grad.index(i)]))
         if frozen:
             self._frozen(frozen)
-        if not with_grad and w.backward_since_step and not self._probe_fired:
+        if not with_grad and not self._sparse and w.backward_since_step and not self._probe_fired:
             w.report_no_gradient(None, 1)
         self._check_ratios(params, moved, norms, lr_of, gnorm)
         self._check_growth([v for v in gnorm.values()], loss_v)

@@ -15,6 +15,29 @@ from torch.nn.modules import module as module_hooks
 class Schedule:
     """Mixed into ``Watcher``: uses its ``ops``, ``deep``, ``models`` and counters."""
 
+    def _closure_as_user(self, closure, ow, optimizer, check: bool, args: tuple, kwargs: dict):
+        """``optimizer.step(closure)``: the closure is the user's forward and backward, watched as
+        such (not as the optimizer's own work); the step's checks start after its first call, when
+        the gradients exist. Returns the step's new (args, kwargs)."""
+        first = [True]
+
+        def closure_as_user():
+            self.in_step = False
+            self.ops.resume()
+            try:
+                return closure()
+            finally:
+                self.in_step = True
+                if self.ops.open:
+                    self.ops.suspend()
+                if first[0]:
+                    first[0] = False
+                    ow.before_step(optimizer, check)
+
+        if len(args) > 1:
+            return (args[0], closure_as_user, *args[2:]), kwargs
+        return args, {**kwargs, "closure": closure_as_user}
+
     def _is_check(self, ow) -> bool:
         n = ow.steps + 1
         return n <= self.warmup or n % self.check_every == 0

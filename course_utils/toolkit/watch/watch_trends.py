@@ -61,6 +61,8 @@ class Trends:
         """Parameters bit-identical after a step with a non-zero gradient: lost updates where the
         update should be visible at float resolution, otherwise a note (below resolution)."""
         w = self.watcher
+        if self.name == "LBFGS":  # its step is a line search, not lr x gradient: it may rightly not move
+            return
         lost, small = [], []
         for p, group, grad_norm, grad in frozen:
             state = getattr(self.ref(), "state", {}).get(p)
