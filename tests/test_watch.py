@@ -721,3 +721,72 @@ def test_parameters_of_a_module_whose_parts_the_loop_calls_are_not_stale():
             opt.step()
 
     assert not alarms(watched(train, 6, deep_every=None))
+
+
+class ListOfLayers(nn.Module):
+    def __init__(self, registered: bool):
+        super().__init__()
+        layers = [nn.Linear(8, 8) for _ in range(2)]
+        self.layers = nn.ModuleList(layers) if registered else layers  # layers
+        self.inp, self.out = nn.Linear(4, 8), nn.Linear(8, 1)
+
+    def forward(self, x):
+        h = self.inp(x)
+        for layer in self.layers:
+            h = torch.relu(layer(h))
+        return self.out(h)
+
+
+@pytest.mark.parametrize("registered", [False, True])
+def test_layers_kept_in_a_plain_list_are_in_no_optimizer(registered):
+    def train(steps):
+        model, x = ListOfLayers(registered), torch.randn(16, 4)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(steps):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+
+    found = watched(train, 6, deep_every=None)
+    if registered:
+        assert not alarms(found)
+    else:
+        assert "not in optimizer" in alarms(found) and "plain list" in found["not in optimizer"].what
+
+
+def test_a_target_network_run_in_train_mode_under_no_grad_and_an_input_gradient_are_training():
+    def train(steps):  # BYOL: an EMA target in train mode under no_grad; FGSM: eval + autograd.grad
+        online = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 4))
+        target = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 4)).requires_grad_(False)
+        opt = torch.optim.SGD(online.parameters(), lr=1e-2)
+        for _ in range(steps):
+            x = torch.randn(16, 4, requires_grad=True)
+            online.eval()
+            for _ in range(2):  # two attack steps on the input
+                (grad,) = torch.autograd.grad(online(x).pow(2).sum(), x)
+                x = (x + 0.01 * grad.sign()).detach().requires_grad_(True)
+            online.train()
+            with torch.no_grad():
+                t1, t2 = target(x), target(x.flip(0))
+            loss = F.mse_loss(online(x), t1) + F.mse_loss(online(x.flip(0)), t2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                for pt, po in zip(target.parameters(), online.parameters(), strict=True):
+                    pt.lerp_(po, 0.01)
+
+    assert not alarms(watched(train, 6, deep_every=None))
+
+
+def test_a_learning_rate_a_million_times_too_small_is_an_update_ratio():
+    def train(steps, lr):
+        model, x = mlp(), torch.randn(32, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+        for _ in range(steps):
+            opt.zero_grad()
+            F.mse_loss(model(x).squeeze(1), x.sum(1)).backward()
+            opt.step()
+
+    assert "update ratio" in alarms(watched(lambda s: train(s, 1e-8), 60, deep_every=None))
+    assert not alarms(watched(lambda s: train(s, 1e-2), 60, deep_every=None))

@@ -23,6 +23,7 @@ import torch
 from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
+from course_utils.toolkit.watch import watch_autograd
 from course_utils.toolkit.watch.watch_deep import DeepJudge
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, FindingLog, user_site
 from course_utils.toolkit.watch.watch_models import ModelTracker
@@ -98,7 +99,7 @@ class Watcher(Verdicts, Schedule):
         self._manual: OptimizerWatch | None = None
         self._handles: list = []
         self._discovery: list = []
-        self._backward = None
+        self._backward = self._grad = None  # torch.autograd's own, while wrapped
         self._in_backward = False
         self.paused = False
         self._boundary_due = False
@@ -126,24 +127,7 @@ class Watcher(Verdicts, Schedule):
             optimizer_hooks.register_optimizer_step_post_hook(self._on_step_post),
         ]
         self._discover(True)
-        self._backward = torch.autograd.backward
-        watcher = self
-
-        def backward(tensors, *args, **kwargs):
-            if watcher._in_backward or watcher.paused:  # re-entered through a torch function mode
-                return watcher._backward(tensors, *args, **kwargs)
-            watcher._in_backward = True
-            try:
-                watcher._on_backward(tensors)
-                out = watcher._backward(tensors, *args, **kwargs)
-            finally:
-                watcher._in_backward = False
-            if not watcher.optimizers:  # a hand-written update: its step starts after backward
-                watcher._after_backward()
-            return out
-
-        backward.__wrapped__ = self._backward
-        torch.autograd.backward = backward
+        watch_autograd.install(self)
         _ACTIVE.append(self)
         self._open_window()  # the set-up and the first step, op by op
         return self
@@ -159,11 +143,7 @@ class Watcher(Verdicts, Schedule):
         self._discover(False)
         for handle in self._handles:
             handle.remove()
-        if (
-            self._backward is not None
-            and getattr(torch.autograd.backward, "__wrapped__", None) is self._backward
-        ):
-            torch.autograd.backward = self._backward
+        watch_autograd.uninstall(self)
         if not broken:
             self.models.finish()
             self._flush_nan()

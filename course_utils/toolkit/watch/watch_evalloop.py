@@ -43,6 +43,20 @@ def _reached(roots: list, wanted: set[int]) -> set[int]:
     return found
 
 
+def no_grad_forwards_in_train_mode(root, pending) -> Finding:
+    """The finding for forwards under no_grad (evaluation) with dropout or batch norm in train mode."""
+    on, site, step = pending
+    kinds = sorted({type(m).__name__ for _, m in on})
+    return Finding(
+        "train mode in eval",
+        f"{type(root).__name__} runs under no_grad (evaluation) with "
+        f"{', '.join(kinds)} in train mode ({', '.join(n or 'the model' for n, _ in on[:3])})",
+        site,
+        step,
+        subject=f"{type(root).__name__}@{id(root)}",
+    )
+
+
 class GradForwards:
     """The forwards with autograd on of each mode-sensitive model, between backward passes."""
 

@@ -19,7 +19,8 @@ import torch
 from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 
-from course_utils.toolkit.watch.watch_evalloop import GradForwards
+from course_utils.toolkit.watch import watch_coverage
+from course_utils.toolkit.watch.watch_evalloop import GradForwards, no_grad_forwards_in_train_mode
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, Site, user_site
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
@@ -68,6 +69,7 @@ class ModelTracker:
         self._relayed: set[int] = set()
         self.depth = 0
         self.top_forwards = 0
+        self.inner_called: weakref.WeakSet = weakref.WeakSet()
         self._names: dict[int, str] = {}
         self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
         self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
@@ -87,6 +89,9 @@ class ModelTracker:
 
     # --- forward hooks (discovery windows only) -------------------------------------------------
     def on_forward_pre(self, module, args):
+        inner = self.depth and module not in self.inner_called
+        if inner and next(module.parameters(False), None) is not None:
+            self.inner_called.add(module)  # a part the forward calls: registered or not (coverage)
         if self.depth == 0 and torch.is_grad_enabled():
             self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
         if self.depth == 0 and id(module) not in self._root_ids:
@@ -159,61 +164,11 @@ class ModelTracker:
     # --- coverage ---------------------------------------------------------------------------------
     def coverage(self, optimizers: list, step: int) -> None:
         """Trainable parameters no optimizer holds; optimizer tensors the models no longer have."""
-        log = self.watcher.log
-        held = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
-        in_models: set[int] = set()
-        for root in self.live_roots():
-            params = list(root.named_parameters())
-            in_models.update(id(p) for _, p in params)
-            trainable = [(n, p) for n, p in params if p.requires_grad]
-            missing = [(n, p) for n, p in trainable if id(p) not in held]
-            if not missing or not (
-                len(missing) < len(trainable) or any(p.grad is not None for _, p in missing)
-            ):
-                continue
-            count = sum(p.numel() for _, p in missing)
-            names = ", ".join(n for n, _ in missing[:4]) + (
-                f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-            )
-            got = "get gradients" if any(p.grad is not None for _, p in missing) else "are trainable"
-            log.add(
-                Finding(
-                    "not in optimizer",
-                    f"{names} ({count} values, requires_grad=True) {got} but no "
-                    "optimizer holds them: they never change",
-                    self.site_of(missing[0][1]),
-                    step,
-                    subject=f"{type(root).__name__}@{id(root)}",
-                )
-            )
-        if not in_models:
-            return
-        for opt in optimizers:
-            params = [p for g in opt.param_groups for p in g["params"]]
-            stale = [p for p in params if id(p) not in in_models and not self._around_a_model(p)]
-            if stale and (len(stale) < len(params) or all(p in self.param_info for p in stale)):
-                info = self.param_info.get(stale[0])
-                what = (f"{type(info[1]).__name__}.{info[2]}" if info else "a tensor") + (
-                    f" and {len(stale) - 1} more" if len(stale) > 1 else ""
-                )
-                shapes = ", ".join(str(tuple(p.shape)) for p in stale[:4])
-                log.add(
-                    Finding(
-                        "stale optimizer",
-                        f"{type(opt).__name__} holds {len(stale)} tensors "
-                        f"({shapes}) that no model has any more ({what}): its steps go nowhere",
-                        self.site_of(stale[0]),
-                        step,
-                        subject=f"{type(opt).__name__}@{id(opt)}",
-                    )
-                )
+        watch_coverage.coverage(self, optimizers, step)
 
-    def _around_a_model(self, p: torch.Tensor) -> bool:
-        """Whether ``p`` belongs to a module that contains a model seen running: its own parameters
-        (a ViT's class token) are used although the loop calls its parts, never the module itself."""
-        info = self.param_info.get(p)
-        roots = {id(r) for r in self.live_roots()}
-        return info is not None and any(id(m) in roots for m in info[1].modules())
+    def _optimized(self, root: nn.Module) -> bool:
+        held = {id(p) for o in self.watcher._all_optimizers() for g in o.param_groups for p in g["params"]}
+        return self.watcher._manual is not None or any(id(p) in held for p in root.parameters())
 
     # --- modes --------------------------------------------------------------------------------------
     def on_root_forward(self, root: nn.Module) -> None:
@@ -238,7 +193,8 @@ class ModelTracker:
             return
         pending = self.pending_eval.get(key)
         if pending is not None:  # a second no_grad forward with no backward between: evaluation
-            self._report_eval_in_train(root, pending)
+            if self._optimized(root):  # not a target or teacher copy (BYOL runs its target in train mode)
+                self._report_eval_in_train(root, pending)
             return
         self.pending_eval[key] = (on, user_site(3), self.watcher.step)
 
@@ -268,24 +224,13 @@ class ModelTracker:
             )
 
     def _report_eval_in_train(self, root, pending) -> None:
-        on, site, step = pending
-        kinds = sorted({type(m).__name__ for _, m in on})
-        self.watcher.log.add(
-            Finding(
-                "train mode in eval",
-                f"{type(root).__name__} runs under no_grad (evaluation) with "
-                f"{', '.join(kinds)} in train mode ({', '.join(n or 'the model' for n, _ in on[:3])})",
-                site,
-                step,
-                subject=f"{type(root).__name__}@{id(root)}",
-            )
-        )
+        self.watcher.log.add(no_grad_forwards_in_train_mode(root, pending))
 
     def finish(self) -> None:
         self.grad_forwards.finish()
         for key, pending in list(self.pending_eval.items()):
             root = next((m for m in self.live_roots() if id(m) == key), None)
-            if root is not None:
+            if root is not None and self._optimized(root):
                 self._report_eval_in_train(root, pending)
         self.pending_eval.clear()
 

@@ -135,7 +135,8 @@ class Trends:
         ratios.sort()
         median, top = ratios[len(ratios) // 2], ratios[-1]
         self.ratio_hi = self.ratio_hi + 1 if median > 0.25 else 0
-        self.ratio_lo = self.ratio_lo + 1 if top < 1e-7 and any(v > 0 for v in gnorm.values()) else 0
+        # the largest update under a millionth of its weight: nothing learns (1e-4..1e-2 is healthy)
+        self.ratio_lo = self.ratio_lo + 1 if top < 1e-6 and any(v > 0 for v in gnorm.values()) else 0
         w = self.watcher
         if self.ratio_hi >= 3:
             w.log.add(
@@ -149,7 +150,7 @@ class Trends:
                     subject=f"{self.name} high",
                 )
             )
-        if self.ratio_lo >= 5:
+        if self.ratio_lo >= 5 and self.steps >= 40:  # past the first steps of a warm-up
             w.log.add(
                 Finding(
                     "update ratio",
