@@ -790,3 +790,18 @@ def test_a_learning_rate_a_million_times_too_small_is_an_update_ratio():
 
     assert "update ratio" in alarms(watched(lambda s: train(s, 1e-8), 60, deep_every=None))
     assert not alarms(watched(lambda s: train(s, 1e-2), 60, deep_every=None))
+
+
+def test_the_models_of_earlier_folds_are_not_strays_of_the_current_one():
+    def train(steps):
+        x, y, kept = torch.randn(32, 4), torch.randn(32, 1), []
+        for _ in range(3):  # each fold: a fresh model and optimizer; old models kept for an ensemble
+            model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+            for _ in range(steps):
+                opt.zero_grad()
+                F.mse_loss(model(x), y).backward()
+                opt.step()
+            kept.append(model)
+
+    assert not alarms(watched(train, 8, deep_every=None))

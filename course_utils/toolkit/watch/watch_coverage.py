@@ -4,7 +4,8 @@ tensors no model uses any more.
 
 A model's parameters are those of its registered submodules, plus those of modules its forward
 calls without registering them (a Python list or dict instead of ``nn.ModuleList``/``ModuleDict``):
-seen by the forward hooks of the sampled steps.
+seen by the forward hooks of the latest sampled step that ran one (a head replaced since, or the
+parts of an earlier fold's model, are not called there).
 """
 
 from __future__ import annotations
@@ -20,11 +21,15 @@ def coverage(models, optimizers: list, step: int) -> None:
     held = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
     roots = models.live_roots()
     registered = {id(m) for r in roots for m in r.modules()}
-    stray = [m for m in list(models.inner_called) if id(m) not in registered]
+    called = list(models.inner_called.items())
+    latest = max((window for _, window in called), default=0)  # parts of an old model are not strays
+    stray = [m for m, window in called if window == latest and id(m) not in registered]
     in_models = {id(p) for r in roots for p in r.parameters()}
     in_models.update(id(p) for m in stray for p in m.parameters())
+    latest_root = max(models.trained_at.values(), default=0)  # an earlier fold's model has no optimizer
     for root in roots:
-        _missing(models, root, list(root.named_parameters()), held, step)
+        if models.trained_at.get(root, latest_root) == latest_root:
+            _missing(models, root, list(root.named_parameters()), held, step)
     if stray:
         named = [(f"{type(m).__name__}.{n}", p) for m in stray for n, p in m.named_parameters()]
         _missing(models, stray[0], named, held, step, UNREGISTERED)

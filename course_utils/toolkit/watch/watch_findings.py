@@ -155,7 +155,8 @@ class Finding:
         lines = [f"[{self.severity}] {self.kind.upper()}{where} (step {self.step})"]
         if self.where.code:
             lines.append(f"    {self.where.code}")
-        lines += [f"  what: {self.what}", f"  why:  {self.why}", f"  fix:  {self.fix}"]
+        lines.append(f"  what: {self.what}")
+        lines += [f"  {label}{text}" for label, text in (("why:  ", self.why), ("fix:  ", self.fix)) if text]
         return "\n".join(lines)
 
     def as_dict(self) -> dict:

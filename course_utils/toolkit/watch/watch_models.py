@@ -69,7 +69,8 @@ class ModelTracker:
         self._relayed: set[int] = set()
         self.depth = 0
         self.top_forwards = 0
-        self.inner_called: weakref.WeakSet = weakref.WeakSet()
+        self.inner_called: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.trained_at: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> window
         self._names: dict[int, str] = {}
         self._sensitive: dict[int, list[tuple[str, nn.Module]]] = {}
         self.last_train_forward: dict[int, tuple] = {}  # root id -> (eval modules, site)
@@ -89,11 +90,11 @@ class ModelTracker:
 
     # --- forward hooks (discovery windows only) -------------------------------------------------
     def on_forward_pre(self, module, args):
-        inner = self.depth and module not in self.inner_called
-        if inner and next(module.parameters(False), None) is not None:
-            self.inner_called.add(module)  # a part the forward calls: registered or not (coverage)
+        if self.depth and next(module.parameters(False), None) is not None:
+            self.inner_called[module] = self.watcher.deep_steps  # a part the forward calls, and when
         if self.depth == 0 and torch.is_grad_enabled():
             self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
+            self.trained_at[module] = self.watcher.deep_steps
         if self.depth == 0 and id(module) not in self._root_ids:
             has = self._has_params.get(module)
             if has is None:
