@@ -1,0 +1,88 @@
+"""First-run and tuned results of ``course watch`` on a batch of bug/fix script pairs
+(``watch_batches.json``), recorded from ``bench_watch.py``'s ``build/bench-watch/summary.json``.
+
+    # 1. run the new pairs once, before changing the watcher for them, and record that run
+    build/bench-venv/bin/python tests/benchmarks/bench_watch.py --tools watch --no-overhead --only NAME ...
+    .venv/bin/python tests/benchmarks/watch_batches.py record "BATCH" first_run
+    # 2. after the checks for the batch are written, run again and record the tuned result
+    .venv/bin/python tests/benchmarks/watch_batches.py record "BATCH" tuned
+    # the table in docs/watch.md
+    .venv/bin/python tests/benchmarks/watch_batches.py table
+
+Not part of the test suite; ``tests/test_watch_batches.py`` checks the page against the data.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DATA = HERE / "watch_batches.json"
+SUMMARY = ROOT / "build" / "bench-watch" / "summary.json"
+
+
+def load() -> dict:
+    return json.loads(DATA.read_text(encoding="utf-8")) if DATA.exists() else {"batches": {}}
+
+
+def record(batch: str, stage: str, summary: Path = SUMMARY) -> dict:
+    """Keep course watch's rows of the last benchmark run as ``stage`` of ``batch``."""
+    rows = json.loads(summary.read_text(encoding="utf-8"))["watch"]["rows"]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    data = load()
+    entry = data["batches"].setdefault(batch, {})
+    entry[stage] = {
+        "date": datetime.date.today().isoformat(),
+        "commit": commit,
+        "rows": [{k: r[k] for k in ("script", "expect", "verdict", "false_alarm", "named")} for r in rows],
+    }
+    DATA.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    return entry[stage]
+
+
+def figures(stage: dict) -> tuple[int, int, int]:
+    """(pairs, bugs detected, false alarms on fixed versions)."""
+    rows = stage["rows"]
+    return len(rows), sum(r["verdict"] == "detected" for r in rows), sum(r["false_alarm"] for r in rows)
+
+
+def table(data: dict | None = None) -> str:
+    data = data or load()
+    lines = ["| batch | pairs | first run: detected | first run: false alarms | tuned: detected | "
+             "tuned: false alarms |", "|---|---|---|---|---|---|"]
+    for name, entry in data["batches"].items():
+        n, hit, fa = figures(entry["first_run"])
+        tuned = [f"{v}/{n}" for v in figures(entry["tuned"])[1:]] if "tuned" in entry else ["-", "-"]
+        lines.append(f"| {name} | {n} | {hit}/{n} | {fa}/{n} | {tuned[0]} | {tuned[1]} |")
+    return "\n".join(lines)
+
+
+def per_script(batch: str, data: dict | None = None) -> str:
+    """One row per pair: the expected kinds, what the first run and the tuned run named."""
+    entry = (data or load())["batches"][batch]
+    tuned = {r["script"]: r for r in entry.get("tuned", {}).get("rows", [])}
+    lines = ["| pair | expected | first run | tuned |", "|---|---|---|---|"]
+    for r in entry["first_run"]["rows"]:
+        def cell(row):
+            if row is None:
+                return "-"
+            named = ", ".join(row["named"]) or "nothing"
+            return f"{row['verdict']} ({named}){' + false alarm' if row['false_alarm'] else ''}"
+        expect = ", ".join(r["expect"])
+        lines.append(f"| `{r['script']}` | {expect} | {cell(r)} | {cell(tuned.get(r['script']))} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["record"]:
+        print(record(sys.argv[2], sys.argv[3]))
+    elif sys.argv[1:2] == ["table"]:
+        print(table())
+        for name in load()["batches"]:
+            print(f"\n{name}\n\n{per_script(name)}")
