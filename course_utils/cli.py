@@ -196,6 +196,13 @@ def _mutants(args) -> int:
     return 0 if all(not s.survivors and not s.stale for s in scores) else 1
 
 
+def _author_test(args) -> int:
+    """``course author-test ID``: one exercise, drill or watch check, and exactly its tests."""
+    from course_utils.course.author_loop import run
+
+    return run(args.subject)
+
+
 def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
     from course_utils.course.drill_cli import play_round
@@ -276,6 +283,11 @@ def parser() -> argparse.ArgumentParser:
                         "declared equivalent, surviving")
     mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
     mu.set_defaults(fn=_mutants)
+    at = sub.add_parser("author-test", help="(authors) run exactly the tests and notebooks of one "
+                        "exercise, drill or watch check")
+    at.add_argument("subject", help="an exercise id (01.batch_bytes), a drill id "
+                    "(losses.double_softmax) or watch:KIND")
+    at.set_defaults(fn=_author_test)
     sub.add_parser("watch", add_help=False, help="run a training script unmodified and report silent "
                    "training bugs: course watch [--json F] [--html F] script.py [args...]")
     return p
