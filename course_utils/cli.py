@@ -141,7 +141,7 @@ def _run_notebooks(args) -> int:
     root = course_root()
     paths = [Path(p) for p in args.paths] or sorted(
         [*(root / "notebooks").glob("*.ipynb"), *(root / "solutions").glob("*.ipynb")])
-    changed = execute_all(paths, timeout=args.timeout)
+    changed = execute_all(paths, timeout=args.timeout, refresh=args.refresh)
     print(f"re-executed {len(paths)} notebooks; {len(changed)} changed")
     return 0
 
@@ -236,6 +236,8 @@ def parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run-notebooks", help="re-execute lessons and solutions, store outputs")
     rn.add_argument("paths", nargs="*", help="notebooks (default: notebooks/ and solutions/)")
     rn.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    rn.add_argument("--refresh", action="store_true", help="store every new output, also where it "
+                    "differs from the stored one only in timings, measured ratios or a plot's pixels")
     rn.set_defaults(fn=_run_notebooks)
     gr = sub.add_parser("grade", help="(instructors) grade a class's notebooks, each in a fresh, "
                         "limited process; write a gradebook and a class report")
