@@ -57,7 +57,7 @@ def test_rows_and_status_summarise_for_the_command_line():
     progress.record_quiz("01", 1.0)
     rows = progress.rows()
     assert rows[0][:3] == ("01.x", "not yet", "1")
-    assert rows[1][:2] == ("quiz 01", "complete")
+    assert rows[1][:2] == ("quiz 01", "complete (attempt 1, form 1)")
     assert progress.status("01.x") == "01.x: not passed yet after 1 check(s)"
     assert progress.status("09.none") == "09.none: not attempted"
 
