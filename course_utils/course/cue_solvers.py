@@ -12,6 +12,7 @@ table for the lessons' mastery quizzes.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable, Sequence
 
 from course_utils.core.questions import Question
@@ -41,9 +42,11 @@ def code_tokens(text: str) -> set[str]:
     return found
 
 
-def _argmax(scores: Sequence[float]) -> int:
-    """The index of the highest score (the first one on a tie)."""
-    return max(range(len(scores)), key=lambda i: (scores[i], -i))
+def _argmax(scores: Sequence[float], choices: Sequence[str], salt: str) -> int:
+    """The index of the highest score; a tie is broken by a hash of the choice's text salted with the
+    solver's name, so a solver that sees no difference guesses, and two solvers guess apart (never
+    "the first choice", which is a position solver)."""
+    return max(range(len(scores)), key=lambda i: (scores[i], zlib.crc32((salt + choices[i]).encode())))
 
 
 def _overlap(reference: set[str]) -> Callable[[str], float]:
@@ -78,33 +81,33 @@ def _middle_number(q: Question) -> int:
     """Of numeric choices, the second smallest (test-takers' 'not the extreme' rule)."""
     values = [_number(c) for c in q.choices]
     if any(v is None for v in values):
-        return 0
-    return sorted(range(len(values)), key=lambda i: (values[i], i))[1]
+        return _argmax([0.0] * len(q.choices), q.choices, "middle")
+    return sorted(range(len(values)), key=lambda i: (values[i], zlib.crc32(q.choices[i].encode())))[1]
 
 
-def _by(score: Callable[[str], float]) -> Callable[[Question], int]:
-    return lambda q: _argmax([score(c) for c in q.choices])
+def _by(score: Callable[[str], float], salt: str) -> Callable[[Question], int]:
+    return lambda q: _argmax([score(c) for c in q.choices], q.choices, salt)
 
 
-def _least(score: Callable[[str], float]) -> Callable[[Question], int]:
-    return lambda q: _argmax([-score(c) for c in q.choices])
+def _least(score: Callable[[str], float], salt: str) -> Callable[[Question], int]:
+    return lambda q: _argmax([-score(c) for c in q.choices], q.choices, salt)
 
 
 SOLVERS: dict[str, Callable[[Question], int]] = {
-    "longest": _by(len),
-    "shortest": _least(len),
-    "most words": _by(lambda c: len(c.split())),
-    "stem overlap": lambda q: _by(_overlap(words(q.prompt)))(q),
-    "least stem overlap": lambda q: _least(_overlap(words(q.prompt)))(q),
-    "code overlap": lambda q: _by(_overlap(code_tokens(q.prompt)))(q),
-    "odd one out": lambda q: _argmax([-s for s in _mean_similarity(q)]),
-    "most typical": lambda q: _argmax(_mean_similarity(q)),
-    "no absolute words": _least(_count(ABSOLUTE)),
-    "absolute words": _by(_count(ABSOLUTE)),
-    "hedged words": _by(_count(HEDGED)),
-    "most digits": _by(_digits),
-    "most code": _by(lambda c: c.count("`") + len(code_tokens(c))),
-    "explains (colon/semicolon)": _by(lambda c: c.count(":") + c.count(";") + c.count(",")),
+    "longest": _by(len, "longest"),
+    "shortest": _least(len, "shortest"),
+    "most words": _by(lambda c: len(c.split()), "words"),
+    "stem overlap": lambda q: _by(_overlap(words(q.prompt)), "stem")(q),
+    "least stem overlap": lambda q: _least(_overlap(words(q.prompt)), "unstem")(q),
+    "code overlap": lambda q: _by(_overlap(code_tokens(q.prompt)), "code")(q),
+    "odd one out": lambda q: _argmax([-s for s in _mean_similarity(q)], q.choices, "odd"),
+    "most typical": lambda q: _argmax(_mean_similarity(q), q.choices, "typical"),
+    "no absolute words": _least(_count(ABSOLUTE), "unabsolute"),
+    "absolute words": _by(_count(ABSOLUTE), "absolute"),
+    "hedged words": _by(_count(HEDGED), "hedged"),
+    "most digits": _by(_digits, "digits"),
+    "most code": _by(lambda c: c.count("`") + len(code_tokens(c)), "most code"),
+    "explains (colon/semicolon)": _by(lambda c: c.count(":") + c.count(";") + c.count(","), "explains"),
     "middle number": _middle_number,
     **{f"position {i + 1}": (lambda q, i=i: min(i, len(q.choices) - 1)) for i in range(4)},
 }

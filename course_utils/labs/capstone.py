@@ -309,6 +309,7 @@ class LabRun:
             "eval_loss": round(loss, 4) if math.isfinite(loss) else float("nan"),
             "eval_accuracy": round(accuracy, 4),
             "frozen": frozen,
+            "untrained": self.rules.untrained(self._names, self._params, self._start, self._had_grad),
             "forwards": self.forwards,
             "forward_fallbacks": dict(self.forward_fallbacks),
             "forward_copies": self.forward_copies,
