@@ -12,7 +12,6 @@ table for the lessons' mastery quizzes.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Callable, Sequence
 
 from course_utils.core.questions import Question
@@ -40,13 +39,6 @@ def code_tokens(text: str) -> set[str]:
     for span, other in _CODE.findall(text):
         found |= words(span or other)
     return found
-
-
-def _argmax(scores: Sequence[float], choices: Sequence[str], salt: str) -> int:
-    """The index of the highest score; a tie is broken by a hash of the choice's text salted with the
-    solver's name, so a solver that sees no difference guesses, and two solvers guess apart (never
-    "the first choice", which is a position solver)."""
-    return max(range(len(scores)), key=lambda i: (scores[i], zlib.crc32((salt + choices[i]).encode())))
 
 
 def _overlap(reference: set[str]) -> Callable[[str], float]:
@@ -77,40 +69,55 @@ def _number(choice: str) -> float | None:
     return float(match.group().replace(",", "")) if match else None
 
 
-def _middle_number(q: Question) -> int:
-    """Of numeric choices, the second smallest (test-takers' 'not the extreme' rule)."""
+def _middle_number(q: Question) -> list[float]:
+    """Of numeric choices, prefer the second smallest (test-takers' 'not the extreme' rule); no
+    preference where a choice holds no number."""
     values = [_number(c) for c in q.choices]
     if any(v is None for v in values):
-        return _argmax([0.0] * len(q.choices), q.choices, "middle")
-    return sorted(range(len(values)), key=lambda i: (values[i], zlib.crc32(q.choices[i].encode())))[1]
+        return [0.0] * len(values)
+    second = sorted(values)[1]
+    return [float(v == second) for v in values]
 
 
-def _by(score: Callable[[str], float], salt: str) -> Callable[[Question], int]:
-    return lambda q: _argmax([score(c) for c in q.choices], q.choices, salt)
+def _by(score: Callable[[str], float]) -> Callable[[Question], list[float]]:
+    return lambda q: [score(c) for c in q.choices]
 
 
-def _least(score: Callable[[str], float], salt: str) -> Callable[[Question], int]:
-    return lambda q: _argmax([-score(c) for c in q.choices], q.choices, salt)
+def _least(score: Callable[[str], float]) -> Callable[[Question], list[float]]:
+    return lambda q: [-score(c) for c in q.choices]
 
 
-SOLVERS: dict[str, Callable[[Question], int]] = {
-    "longest": _by(len, "longest"),
-    "shortest": _least(len, "shortest"),
-    "most words": _by(lambda c: len(c.split()), "words"),
-    "stem overlap": lambda q: _by(_overlap(words(q.prompt)), "stem")(q),
-    "least stem overlap": lambda q: _least(_overlap(words(q.prompt)), "unstem")(q),
-    "code overlap": lambda q: _by(_overlap(code_tokens(q.prompt)), "code")(q),
-    "odd one out": lambda q: _argmax([-s for s in _mean_similarity(q)], q.choices, "odd"),
-    "most typical": lambda q: _argmax(_mean_similarity(q), q.choices, "typical"),
-    "no absolute words": _least(_count(ABSOLUTE), "unabsolute"),
-    "absolute words": _by(_count(ABSOLUTE), "absolute"),
-    "hedged words": _by(_count(HEDGED), "hedged"),
-    "most digits": _by(_digits, "digits"),
-    "most code": _by(lambda c: c.count("`") + len(code_tokens(c)), "most code"),
-    "explains (colon/semicolon)": _by(lambda c: c.count(":") + c.count(";") + c.count(","), "explains"),
+def _position(i: int) -> Callable[[Question], list[float]]:
+    return lambda q: [float(j == min(i, len(q.choices) - 1)) for j in range(len(q.choices))]
+
+
+# Each solver scores the choices; it picks the highest, and a tie is a blind guess among the tied.
+SOLVERS: dict[str, Callable[[Question], list[float]]] = {
+    "longest": _by(len),
+    "shortest": _least(len),
+    "most words": _by(lambda c: len(c.split())),
+    "stem overlap": lambda q: _by(_overlap(words(q.prompt)))(q),
+    "least stem overlap": lambda q: _least(_overlap(words(q.prompt)))(q),
+    "code overlap": lambda q: _by(_overlap(code_tokens(q.prompt)))(q),
+    "odd one out": lambda q: [-s for s in _mean_similarity(q)],
+    "most typical": _mean_similarity,
+    "no absolute words": _least(_count(ABSOLUTE)),
+    "absolute words": _by(_count(ABSOLUTE)),
+    "hedged words": _by(_count(HEDGED)),
+    "most digits": _by(_digits),
+    "most code": _by(lambda c: c.count("`") + len(code_tokens(c))),
+    "explains (colon/semicolon)": _by(lambda c: c.count(":") + c.count(";") + c.count(",")),
     "middle number": _middle_number,
-    **{f"position {i + 1}": (lambda q, i=i: min(i, len(q.choices) - 1)) for i in range(4)},
+    **{f"position {i + 1}": _position(i) for i in range(4)},
 }
+
+
+def expected_right(scores: Sequence[float], answer: int) -> float:
+    """A solver's expected score on one question: 1/k when the answer is among the k choices tied
+    for the top score, else 0 (a tie is broken by a blind guess, never by position)."""
+    top = max(scores)
+    tied = [i for i, v in enumerate(scores) if abs(v - top) < 1e-9]
+    return 1 / len(tied) if answer in tied else 0.0
 
 
 def chance(questions: Sequence[Question]) -> float:
@@ -118,9 +125,9 @@ def chance(questions: Sequence[Question]) -> float:
     return sum(1 / len(q.choices) for q in questions) / len(questions)
 
 
-def accuracy(solver: Callable[[Question], int], questions: Sequence[Question]) -> float:
-    """The fraction of questions a solver gets right."""
-    return sum(solver(q) == q.answer for q in questions) / len(questions)
+def accuracy(solver: Callable[[Question], list[float]], questions: Sequence[Question]) -> float:
+    """The fraction of questions a solver is expected to get right."""
+    return sum(expected_right(solver(q), q.answer) for q in questions) / len(questions)
 
 
 def table(sets: dict[str, Sequence[Question]]) -> dict[str, dict[str, float]]:

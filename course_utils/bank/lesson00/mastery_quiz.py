@@ -16,16 +16,16 @@ _RANDOM = "fixed cases cover chosen edges; seeded random cases stop answers tune
 QUIZ = Quiz("00", [
     (Question(
         "Your answer to an exercise is wrong. What does check() do?",
-        ("Prints 'Failed' under the cell and lets the notebook carry on",
+        ("Prints 'Failed' under the cell and carries on",
          "Raises CheckFailed naming the case, the expected value and yours",
          "Records a fail in progress quietly and returns False to the cell",
          "Compares your source code with the solution's code line by line"),
         1, _FAILS),
      Question(
         "Your batch_bytes answer is one byte off on a single case. What does check() show?",
-        ("A warning under the cell; the next cell still runs as usual",
+        ("A warning under the cell, after which the next cell still runs as usual",
          "A score of 90% in progress, with no error raised in the cell",
-         "A CheckFailed error with that case, the expected bytes and yours",
+         "CheckFailed, which names that case, the bytes expected and yours",
          "A pass: one wrong case in ten is inside the check's tolerance"),
         2, _FAILS)),
     (Question(
@@ -45,15 +45,15 @@ QUIZ = Quiz("00", [
     (Question(
         "On a Linux laptop without a GPU, lesson 06 says 'emulated'. What does that mean?",
         ("The lesson is skipped there and its exercises are marked as passed",
-         "The MPS bug is reproduced on CPU tensors, so unmodified Adam is hit",
+         "The MPS bug is reproduced on CPU tensors and hits unmodified Adam",
          "The results were measured on a Mac beforehand and pasted in",
          "A slow software copy of Metal runs the lesson's GPU kernels"),
         1, _EMULATED),
      Question(
         "Lesson 04 shows fallback warnings marked 'emulated' on a Linux box. Where do they come from?",
         ("The real MPS backend, running in a compatibility mode on Linux",
-         "A recording of a Mac's warnings, replayed in the order measured",
-         "An emulation that declares chosen ops unsupported at the dispatcher",
+         "A recording of a Mac's warnings, replayed in the order they were measured",
+         "An emulation declaring chosen ops unsupported at the dispatcher",
          "Nowhere: the label marks output that was typed in by hand"),
         2, _EMULATED)),
     (Question(
@@ -67,7 +67,7 @@ QUIZ = Quiz("00", [
         "The same answer passes check() twice, then fails a third check. What is the likely reason?",
         ("check() is flaky: rerun it until it passes and then move on",
          "The fixed cases were edited between the runs by an update",
-         "This run's random cases hit an edge your code does not handle",
+         "This run's random cases hit an edge your code misses",
          "progress.json limits how many times one answer may pass"),
         2, _RANDOM)),
 ])

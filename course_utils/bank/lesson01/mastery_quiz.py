@@ -30,8 +30,8 @@ QUIZ = Quiz("01", [
         2, _STATES)),
     (Question(
         "Why did switching to float64 seem to 'fix' the frozen encoder in the addcmul_ story?",
-        ("float64 gave Adam's tiny second moments enough precision",
-         "MPS has no float64, so the run moved to the CPU, which has no bug",
+        ("float64 gave the tiny second moments of Adam enough precision to train",
+         "MPS has no float64, so it ran on the CPU, which has no such bug",
          "float64 tensors are always laid out contiguously in memory",
          "Adam switches to a separate, correct kernel for float64 weights"),
         1, _FLOAT64),
@@ -39,13 +39,13 @@ QUIZ = Quiz("01", [
         "Training on mps stalled; model.double() 'fixed' it. What do you run before blaming precision?",
         ("float16 on mps: if it stalls too, precision is the cause",
          "float64 with a lower learning rate, to rule out the step size",
-         "bfloat16 on mps, which keeps float32's range with less precision",
-         "float32 on the CPU: if it trains, the device mattered, not precision"),
+         "bfloat16 on mps, which keeps the range of float32",
+         "float32 on the CPU: if it trains, the device mattered"),
         3, _FLOAT64)),
     (Question(
         "A model is on mps and the batch is on cpu. What happens in the forward pass?",
         ("PyTorch moves the batch to mps for you before the first layer",
-         "It raises an error saying the tensors are on different devices",
+         "It raises an error about tensors on different devices",
          "It runs silently on the CPU, since that is where the batch is",
          "It works: unified memory lets both devices read the same batch"),
         1, _PLACEMENT),
@@ -60,8 +60,8 @@ QUIZ = Quiz("01", [
         "You set os.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1' in a cell after import torch. "
         "What now?",
         ("Fallback is on from the next op, since the variable is now set",
-         "Nothing changes until a restart with the variable set before import",
-         "Only the tensors created after that cell fall back to the CPU",
+         "Nothing changes until a restart that sets it before import",
+         "Only the tensors created after that cell will fall back to the CPU",
          "torch re-reads the variable on every op, so it works at once"),
         1, _VARIABLE),
      Question(
@@ -75,15 +75,15 @@ QUIZ = Quiz("01", [
     (Question(
         "A CI runner on macOS reports mps available but every allocation fails. Why?",
         ("A bug in is_available(), fixed by upgrading torch on the runner",
-         "Hosted arm64 macOS runners lack MPS, though is_available() says True",
-         "The runner has too little RAM, so MPS refuses every allocation",
+         "Hosted arm64 macOS runners lack MPS though is_available() is True",
+         "The runner has too little RAM, so MPS refuses every single allocation",
          "MPS needs float64 there, which the hosted runners switch off"),
         1, _RUNNERS),
      Question(
         "Why does pick_device() try one tiny allocation on mps before it returns that device?",
         ("The first allocation warms the allocator up for the lesson",
          "It measures free memory to choose the lesson's batch size",
-         "is_available() can say True where MPS fails, as on hosted CI",
+         "is_available() can say True where MPS fails (hosted CI)",
          "is_built() alone cannot tell an arm64 wheel from an x86 one"),
         2, _RUNNERS)),
 ])

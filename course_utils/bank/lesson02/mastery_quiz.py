@@ -43,7 +43,7 @@ QUIZ = Quiz("02", [
     (Question(
         "On MPS, torch.mps.current_allocated_memory() and driver_allocated_memory() differ. Why?",
         ("They are one counter, reported in two different units",
-         "current counts live tensors; driver, all of the process's Metal memory",
+         "current counts live tensors and driver all Metal memory",
          "driver counts only the memory held in the GPU cores' registers",
          "current also includes the CPU memory the Python process uses"),
         1, _COUNTERS),
@@ -58,7 +58,7 @@ QUIZ = Quiz("02", [
     (Question(
         "Your MPS run hits 'MPS backend out of memory'. What do you try first?",
         ("Set PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to lift the cap",
-         "Shrink the work: a smaller batch or shorter sequences",
+         "Shrink the work with a smaller batch or shorter sequences",
          "Call torch.mps.empty_cache() at the end of every step",
          "Retry the same step in a loop until memory frees up"),
         1, _OOM),
@@ -74,7 +74,7 @@ QUIZ = Quiz("02", [
         "A circulating retry helper is a @contextmanager with a second `yield` in its except branch. "
         "What happens when the body runs out of memory?",
         ("The body runs again, with the allocator's cache emptied first",
-         "RuntimeError from contextlib: generator didn't stop after throw()",
+         "RuntimeError: generator didn't stop after throw()",
          "The OOM is swallowed and the code after the with-block runs on",
          "It retries forever, as each new try runs out of memory again"),
         1, _RETRY),
@@ -90,7 +90,7 @@ QUIZ = Quiz("02", [
         "In a model whose self-attention stores its full (batch, tokens, tokens) score matrix, as "
         "lesson 02's model does, which saves more activation memory?",
         ("Halving the batch, since every activation scales with it",
-         "Halving the sequence length, since the scores scale with its square",
+         "Halving the length, as the scores grow with its square",
          "Both save the same, since memory is linear in batch × length",
          "Neither: stored activations depend only on the model's width"),
         1, _SCORES),

@@ -48,7 +48,7 @@ QUIZ = Quiz("05", [
         "y = x.T.reshape(-1) for a new (3, 4) tensor x. Does y share memory with x?",
         ("Yes: reshape always returns a view of its input",
          "Yes: reshape is view with a kinder error message",
-         "No: no single stride walks x.T in order, so it copied",
+         "No, as no single stride walks x.T in order",
          "Only on the CPU; on MPS reshape always makes a copy"),
         2, _RESHAPE)),
     (Question(
@@ -81,7 +81,7 @@ QUIZ = Quiz("05", [
         1, _STATE),
      Question(
         "Which line makes optimizer-style state that is contiguous whatever the parameter's layout?",
-        ("torch.zeros_like(p)", "p.clone().zero_()",
+        ("torch.zeros_like(p, memory_format=torch.preserve_format)", "p.clone().zero_()",
          "torch.zeros_like(p, memory_format=torch.contiguous_format)", "torch.empty_like(p).zero_()"),
         2, _STATE)),
 ])
