@@ -42,7 +42,7 @@ QUIZ = Quiz("03", [
     (Question(
         "Why does torch.utils.benchmark.Timer give honest numbers on mps in torch 2.13?",
         ("It runs the timed statement on the CPU, where nothing is queued",
-         "Its timer calls torch.accelerator.synchronize() around the runs",
+         "Its clock calls torch.accelerator.synchronize() before each read",
          "It stamps each run with events that the mps device records",
          "It only times the launch, which is what a benchmark should do"),
         1, _TIMER),
