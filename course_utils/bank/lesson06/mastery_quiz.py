@@ -40,8 +40,7 @@ QUIZ = Quiz("06", [
          "Adam caps its step at lr, whatever exp_avg_sq holds"),
         1, _MASKED),
      Question(
-        "The encoder's second moment was 0 for hundreds of steps, yet no loss spike or NaN showed up. "
-        "Why?",
+        "The encoder's second moment stayed at 0, yet no loss spike or NaN ever showed up. Why?",
         ("Adam's bias correction rescales a zero moment back up",
          "MPS reported each lost write as a filtered warning",
          "The weight update was lost as well, so nothing moved",
@@ -75,7 +74,7 @@ QUIZ = Quiz("06", [
     (Question(
         "Switching the model to float64 made training work. What did that really prove?",
         ("Adam needs float64 to keep its second moments from underflowing",
-         "Nothing about precision, since MPS has no float64",
+         "Nothing about precision, as with no float64 on MPS it ran on CPU",
          "float64 tensors are always contiguous, which avoided the bug",
          "float64 has no addcmul_ kernel on MPS, so Adam took another path"),
         1, _FLOAT64),
