@@ -12,10 +12,11 @@ _OOM = ("reduce the workload before touching allocator variables; a ratio of 0.0
 _RETRY = ("a context manager cannot re-run its with-block; a second yield makes contextlib raise, as "
           "the lesson shows by running it. A retry needs a loop around a function call.")
 _SCORES = ("stored scores are (batch, tokens, tokens): halving the length quarters them, halving the "
-           "batch only halves them (measured in the lesson). On mps, torch 2.13's "
-           "scaled_dot_product_attention runs `_scaled_dot_product_attention_math_for_mps`, which "
-           "materializes the attention matrix too; its flash and memory-efficient kernels dispatch for "
-           "CUDA only (torch 2.13 source; R36 in references.md for the function).")
+           "batch only halves them (measured in the lesson). scaled_dot_product_attention does not "
+           "avoid that on mps: its optimized kernels (flash, memory-efficient) are for the CUDA backend "
+           "and other backends use the PyTorch implementation (R36 in references.md), in torch 2.13 "
+           "`_scaled_dot_product_attention_math_for_mps`, which returns the attention matrix with "
+           "its output (torch 2.13 source).")
 
 QUIZ = Quiz("02", [
     (Question(
