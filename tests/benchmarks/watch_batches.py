@@ -6,8 +6,9 @@
     .venv/bin/python tests/benchmarks/watch_batches.py record "BATCH" first_run
     # 2. after the checks for the batch are written, run again and record the tuned result
     .venv/bin/python tests/benchmarks/watch_batches.py record "BATCH" tuned
-    # the table in docs/watch.md
+    # the tables in docs/watch.md; the pairs of every batch (for --only)
     .venv/bin/python tests/benchmarks/watch_batches.py table
+    .venv/bin/python tests/benchmarks/watch_batches.py names
 
 Not part of the test suite; ``tests/test_watch_batches.py`` checks the page against the data.
 """
@@ -37,10 +38,15 @@ def record(batch: str, stage: str, summary: Path = SUMMARY) -> dict:
                             cwd=ROOT).stdout.strip()
     data = load()
     entry = data["batches"].setdefault(batch, {})
+    keep = [{k: r[k] for k in ("script", "expect", "verdict", "false_alarm", "named")} for r in rows]
+    ours = {r["script"] for r in entry.get("first_run", {"rows": keep})["rows"]}
     entry[stage] = {
         "date": datetime.date.today().isoformat(),
         "commit": commit,
-        "rows": [{k: r[k] for k in ("script", "expect", "verdict", "false_alarm", "named")} for r in rows],
+        "rows": [r for r in keep if r["script"] in ours],
+        # other pairs run beside the batch, for false alarms of the new checks on their fixed versions
+        "others": [{"script": r["script"], "false_alarm": r["false_alarm"]}
+                   for r in keep if r["script"] not in ours],
     }
     DATA.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return entry[stage]
@@ -82,6 +88,8 @@ def per_script(batch: str, data: dict | None = None) -> str:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["record"]:
         print(record(sys.argv[2], sys.argv[3]))
+    elif sys.argv[1:2] == ["names"]:  # the pairs of every batch, for bench_watch.py --only
+        print(" ".join(r["script"] for e in load()["batches"].values() for r in e["first_run"]["rows"]))
     elif sys.argv[1:2] == ["table"]:
         print(table())
         for name in load()["batches"]:

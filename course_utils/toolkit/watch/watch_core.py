@@ -24,6 +24,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
 from course_utils.toolkit.watch import watch_autograd
+from course_utils.toolkit.watch.watch_copies import Copies
 from course_utils.toolkit.watch.watch_deep import DeepJudge
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, FindingLog, user_site
 from course_utils.toolkit.watch.watch_models import ModelTracker
@@ -87,6 +88,7 @@ class Watcher(Verdicts, Schedule):
         self.models = ModelTracker(self)
         self.ops = OpWatch(self)
         self.deep = DeepJudge(self)
+        self.copies = Copies(self)  # model copies and the GradScaler's order
         self.step = 0  # steps of the first optimizer seen (or manual updates)
         self.backwards = 0
         self.backward_since_step = False
@@ -128,6 +130,7 @@ class Watcher(Verdicts, Schedule):
         ]
         self._discover(True)
         watch_autograd.install(self)
+        self.copies.install()
         _ACTIVE.append(self)
         self._open_window()  # the set-up and the first step, op by op
         return self
@@ -144,6 +147,7 @@ class Watcher(Verdicts, Schedule):
         for handle in self._handles:
             handle.remove()
         watch_autograd.uninstall(self)
+        self.copies.uninstall()
         if not broken:
             self.models.finish()
             self._flush_nan()
@@ -278,6 +282,8 @@ class Watcher(Verdicts, Schedule):
         if self.step == self._coverage_at or self.step % 200 == 0:
             self.models.coverage(self._all_optimizers(), self.step)
         self.backward_since_step = False
+        if self.step % 10 == 0 and self.copies.averaged:
+            self.copies.check(self.step)
         self._window_boundary()
 
     def _takes_over(self, ow, optimizer) -> bool:

@@ -156,5 +156,58 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
         "never updates the parameter",
         "make parameters contiguous before building the optimizer (p.data = p.data.contiguous())",
     ),
+    "probabilities as logits": (
+        "a loss fed probabilities where it expects logits",
+        "bug",
+        "cross_entropy applies log_softmax and BCEWithLogitsLoss a sigmoid themselves: a softmax or sigmoid "
+        "before them is applied twice, the loss cannot approach 0 and its gradients shrink",
+        "remove the softmax/sigmoid from the model's output (apply it only for predictions), or use "
+        "nll_loss(log(probs)) / binary_cross_entropy on probabilities",
+    ),
+    "softmax over batch": (
+        "softmax taken over the batch dimension",
+        "bug",
+        "each class's scores are normalised across the samples of the batch instead of each sample's "
+        "scores across its classes: a sample's output depends on the other samples",
+        "softmax over the class or time dimension (dim=-1 or dim=1), not dim=0",
+    ),
+    "padding in loss": (
+        "padding scored by the loss",
+        "bug",
+        "padded positions count as targets: the model learns to predict padding and the loss (and "
+        "perplexity) is partly about padding",
+        "ignore_index=<pad id> in cross_entropy, or multiply the per-token loss by the mask and divide "
+        "by mask.sum()",
+    ),
+    "constant targets": (
+        "targets that never vary",
+        "bug",
+        "every target the loss sees has the same value: the model learns one answer; usually labels "
+        "parsed or mapped wrongly",
+        "check how the labels are read and mapped (case, column, dtype); print torch.unique(targets)",
+    ),
+    "shared copy": (
+        "a copy of a model that shares its parameters",
+        "bug",
+        "copy.copy of a module keeps the same parameter tensors: the 'copy' changes with every step "
+        "of the original (a target network that is not a target)",
+        "copy.deepcopy(model), or build a new model and load_state_dict(model.state_dict())",
+    ),
+    "stale copy": (
+        "a moving-average copy that never changes",
+        "bug",
+        "the EMA/averaged copy keeps its initial weights while the model trains: evaluating or "
+        "saving it gives an untrained model",
+        "update the copy in place after every optimizer step (ema.mul_(d).add_(p, alpha=1 - d)) and "
+        "check the update is called",
+    ),
+    "clip before unscale": (
+        "gradients clipped while still scaled",
+        "bug",
+        "a GradScaler multiplies the gradients by its scale: clip_grad_norm_ before unscale_ measures a "
+        "norm scale times too large and shrinks every step by that factor",
+        "scaler.scale(loss).backward(); scaler.unscale_(optimizer); clip_grad_norm_(...); "
+        "scaler.step(optimizer); scaler.update()",
+    ),
     "note": ("note", "info", "", ""),
 }

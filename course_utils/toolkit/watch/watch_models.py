@@ -61,6 +61,7 @@ class ModelTracker:
         self.watcher = watcher
         self.live = True
         self.roots: list[weakref.ref] = []
+        self.batch_size = 0
         self._root_ids: set[int] = set()
         self._has_params: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self.module_site: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -95,6 +96,8 @@ class ModelTracker:
         if self.depth == 0 and torch.is_grad_enabled():
             self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
             self.trained_at[module] = self.watcher.deep_steps
+        if self.depth == 0 and args and isinstance(args[0], torch.Tensor) and args[0].dim():
+            self.batch_size = args[0].shape[0]  # the batch a top-level forward received
         if self.depth == 0 and id(module) not in self._root_ids:
             has = self._has_params.get(module)
             if has is None:

@@ -29,6 +29,7 @@ from course_utils.toolkit.watch.watch_findings import (
     site_of_frame,
     user_frame,
 )
+from course_utils.toolkit.watch.watch_losses import LossInputs
 from course_utils.toolkit.watch.watch_nan import NanTrail
 from course_utils.toolkit.watch.watch_window import Window
 
@@ -81,6 +82,7 @@ class OpWatch(Window):
         self.host: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> (site, how made, window)
         self._numpy: dict[int, int] = {}  # data pointer of numpy-backed memory -> window first seen
         self.broadcasts = Broadcasts(watcher)
+        self.losses = LossInputs(watcher)
         self.syncs: list[tuple] = []  # (site, kind, scalar) this window
         self.copies: list[tuple] = []  # (origin, how, copy site, bytes, model side, fingerprint)
         self.fallbacks: list[tuple] = []  # (op, site)
@@ -196,6 +198,11 @@ class OpWatch(Window):
             if func in _CUTS and args and args[0].requires_grad:
                 self.cuts.setdefault(site, f"{site}: {site.code}")
         self.broadcasts.before(func, args, site)
+        self.paused += 1  # the checks' own tensor reads are not the script's
+        try:
+            self.losses.guarded(self.losses.before, func, args, kwargs, site)
+        finally:
+            self.paused -= 1
         return frame, site, direct, training
 
     def _after_function(self, func, args, kwargs, out, site, training, direct, frame) -> None:
@@ -235,6 +242,7 @@ class OpWatch(Window):
                 for t in outs:
                     self.host[t] = (first[0] or site, first[1], first[2], first[3])
         self.broadcasts.after(func, args, inputs, outs, site)
+        self.losses.guarded(self.losses.after, func, args, inputs, outs)
         if training:
             for t in outs:
                 if t.grad_fn is not None:
