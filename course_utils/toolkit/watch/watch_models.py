@@ -96,14 +96,14 @@ class ModelTracker:
         if self.depth == 0 and torch.is_grad_enabled():
             self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
             self.trained_at[module] = self.watcher.deep_steps
-        if self.depth == 0 and args and isinstance(args[0], torch.Tensor) and args[0].dim():
-            self.batch_size = args[0].shape[0]  # the batch a top-level forward received
         if self.depth == 0 and id(module) not in self._root_ids:
             has = self._has_params.get(module)
             if has is None:
                 has = self._has_params[module] = next(module.parameters(), None) is not None
             if has:
                 self.add_root(module)
+        if self.depth == 0 and id(module) in self._root_ids and args and isinstance(args[0], torch.Tensor):
+            self.batch_size = args[0].shape[0] if args[0].dim() else 0  # the batch a model received
         self.depth += 1
 
     def on_forward(self, module, args, out):
