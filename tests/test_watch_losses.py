@@ -31,11 +31,12 @@ def classifier_loop(mode: str = "logits"):
         model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3), *head)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         for _ in range(steps):
-            x = torch.randn(32, 6)
+            x = torch.randn(32, 6) * (4 if mode == "sigmoid twice" else 1)  # a spread of probabilities
             out = model(x)
-            if mode in ("sigmoid twice", "tags", "gan"):
+            if mode in ("sigmoid twice", "tags", "gan", "narrow logits"):
                 tags = torch.ones(32, 3) if mode == "gan" else (x[:, :3] > 0).float()
                 scores = torch.sigmoid(out) if mode == "sigmoid twice" else out
+                scores = 0.2 + 0.1 * torch.tanh(out) if mode == "narrow logits" else scores
                 loss = F.binary_cross_entropy_with_logits(scores, tags)
             elif mode in ("softmax0", "softmax1"):
                 loss = F.nll_loss(torch.log(out), x[:, :3].argmax(1))
@@ -69,6 +70,8 @@ def test_a_softmax_before_cross_entropy_is_named_with_what_the_loss_saw():
 def test_a_sigmoid_before_bce_with_logits_is_named_and_logits_are_quiet():
     assert "probabilities as logits" in watched(classifier_loop("sigmoid twice"))
     assert "probabilities as logits" not in watched(classifier_loop("tags"))
+    # logits that happen to lie in [0, 1] (a discriminator's, early on) are not probabilities
+    assert "probabilities as logits" not in watched(classifier_loop("narrow logits"))
 
 
 def test_a_softmax_over_the_batch_is_named_and_over_classes_is_quiet():

@@ -28,6 +28,7 @@ _KEEPS = {torch.Tensor.to, torch.Tensor.float, torch.Tensor.view, torch.Tensor.r
           torch.Tensor.unsqueeze, torch.Tensor.expand, torch.Tensor.type, torch.Tensor.cuda}
 _REDUCE = {torch.Tensor.mean, torch.Tensor.sum, torch.mean, torch.sum}
 CONSTANT_WINDOWS = 3  # deep windows in a row with one target value before it is reported
+SIGMOID_WINDOWS = 3  # deep windows in a row with logits in [0, 1] before they are called probabilities
 
 
 def _arg(args: tuple, kwargs: dict, i: int, name: str, default=None):
@@ -78,6 +79,7 @@ class LossInputs:
         self.made: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensors built as constants
         self.constant: dict = {}  # site -> (value, windows in a row, last window)
         self.batch = 0  # the first dimension of the last loss target: the batch
+        self.sigmoid: dict = {}  # site -> (deep windows in a row with inputs in [0, 1], last window)
         self.pending = None
         self.broken = False
 
@@ -104,8 +106,8 @@ class LossInputs:
             self.batch = target.shape[0]
         if func in _CLASS_LOSSES and x.requires_grad and probability_rows(x):
             self._logits(site, func, x, "rows in [0, 1] that sum to 1 (a softmax's output)")
-        elif func in _LOGIT_LOSSES and x.requires_grad and in_unit_interval(x.detach()):
-            self._logits(site, func, x, "values all in [0, 1] (a sigmoid's output)")
+        elif func in _LOGIT_LOSSES and x.requires_grad:
+            self._sigmoid(site, func, x.detach())
         self._padding(func, x, target, kwargs, site)
         if func in (F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, F.binary_cross_entropy):
             self._constant(func, target, site)
@@ -115,6 +117,20 @@ class LossInputs:
         self.report("probabilities as logits", site,
                     f"{func.__name__} received {tuple(x.shape)} inputs with {seen}, min {lo:.3g}, max "
                     f"{hi:.3g}: it applies the softmax/sigmoid itself, so it is applied twice")
+
+    def _sigmoid(self, site, func, x) -> None:
+        """Logits can all fall in [0, 1] in one batch by chance (a GAN's discriminator): a sigmoid's
+        output is named once it stays in [0, 1] for SIGMOID_WINDOWS sampled steps and spreads
+        over more than half of that interval, as the probabilities of a model that learns do."""
+        window = self.watcher.ops.window
+        count, last = self.sigmoid.get(site, (0, -1))
+        if last == window:
+            return
+        count = count + 1 if in_unit_interval(x) else 0
+        self.sigmoid[site] = (count, window)
+        if count >= SIGMOID_WINDOWS and float(x.max() - x.min()) > 0.5:
+            seen = f"values all in [0, 1] in {count} sampled steps in a row (a sigmoid's output)"
+            self._logits(site, func, x, seen)
 
     def _softmax(self, func, args, kwargs, site) -> None:
         x = args[0] if args and isinstance(args[0], torch.Tensor) else None
