@@ -78,7 +78,7 @@ def per_script(batch: str, data: dict | None = None) -> str:
         def cell(row):
             if row is None:
                 return "-"
-            named = ", ".join(row["named"]) or "nothing"
+            named = ", ".join(row["named"]) or ("notes only" if row["verdict"] == "partly" else "nothing")
             return f"{row['verdict']} ({named}){' + false alarm' if row['false_alarm'] else ''}"
         expect = ", ".join(r["expect"])
         lines.append(f"| `{r['script']}` | {expect} | {cell(r)} | {cell(tuned.get(r['script']))} |")
