@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
 from course_utils.toolkit.watch import watch
-from course_utils.toolkit.watch.watch_losses import padded_tail, probability_rows
+from course_utils.toolkit.watch.watch_losses import made_by, padded_tail, probability_rows
 
 
 def watched(train, steps: int = 8) -> dict:
@@ -58,6 +58,8 @@ def test_helpers_tell_probabilities_and_padding_apart():
     assert padded_tail(torch.arange(1, 41).view(4, 10)) is None  # no padding
     zeros_everywhere = (torch.rand(6, 20) < 0.5).float()  # a mask-like image: 0 is everywhere, not a pad
     assert padded_tail(zeros_everywhere) is None
+    logits = torch.randn(4, 1, requires_grad=True)
+    assert made_by(torch.sigmoid(logits).squeeze(1), "SigmoidBackward") and not made_by(logits * 2, "SigmoidBackward")
 
 
 def test_a_softmax_before_cross_entropy_is_named_with_what_the_loss_saw():

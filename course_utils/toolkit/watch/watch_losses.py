@@ -10,6 +10,8 @@ multiplies it on the way.
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 from torch.utils.weak import WeakIdKeyDictionary
@@ -43,6 +45,21 @@ def probability_rows(x: torch.Tensor, dim: int = 1) -> bool:
     if x.min() < 0 or x.max() > 1:
         return False
     return bool(((x.sum(dim) - 1).abs() < 1e-3).all())
+
+
+def made_by(x: torch.Tensor, node: str) -> bool:
+    """Whether ``x`` comes out of an op whose autograd node is ``node``, through at most 3 reshapes."""
+    fn = x.grad_fn
+    for _ in range(4):
+        if fn is None:
+            return False
+        name = type(fn).__name__
+        if name.startswith(node):
+            return True
+        if not re.match(r"(View|Squeeze|Unsqueeze|Reshape|Alias|Expand|Permute|Transpose|Clone)", name):
+            return False
+        fn = fn.next_functions[0][0] if fn.next_functions else None
+    return False
 
 
 def in_unit_interval(x: torch.Tensor) -> bool:
@@ -122,6 +139,9 @@ class LossInputs:
         """Logits can all fall in [0, 1] in one batch by chance (a GAN's discriminator): a sigmoid's
         output is named once it stays in [0, 1] for SIGMOID_WINDOWS sampled steps and spreads
         over more than half of that interval, as the probabilities of a model that learns do."""
+        if made_by(x, "SigmoidBackward"):
+            self._logits(site, func, x, "values made by a sigmoid (its autograd node)")
+            return
         window = self.watcher.ops.window
         count, last = self.sigmoid.get(site, (0, -1))
         if last == window:
