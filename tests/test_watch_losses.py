@@ -59,7 +59,8 @@ def test_helpers_tell_probabilities_and_padding_apart():
     zeros_everywhere = (torch.rand(6, 20) < 0.5).float()  # a mask-like image: 0 is everywhere, not a pad
     assert padded_tail(zeros_everywhere) is None
     logits = torch.randn(4, 1, requires_grad=True)
-    assert made_by(torch.sigmoid(logits).squeeze(1), "SigmoidBackward") and not made_by(logits * 2, "SigmoidBackward")
+    assert made_by(torch.sigmoid(logits).squeeze(1), "SigmoidBackward")
+    assert not made_by(logits * 2, "SigmoidBackward")
 
 
 def test_a_softmax_before_cross_entropy_is_named_with_what_the_loss_saw():
