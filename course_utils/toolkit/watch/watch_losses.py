@@ -124,7 +124,7 @@ class LossInputs:
         if func in _CLASS_LOSSES and x.requires_grad and probability_rows(x):
             self._logits(site, func, x, "rows in [0, 1] that sum to 1 (a softmax's output)")
         elif func in _LOGIT_LOSSES and x.requires_grad:
-            self._sigmoid(site, func, x.detach())
+            self._sigmoid(site, func, x)
         self._padding(func, x, target, kwargs, site)
         if func in (F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, F.binary_cross_entropy):
             self._constant(func, target, site)
@@ -146,6 +146,7 @@ class LossInputs:
         count, last = self.sigmoid.get(site, (0, -1))
         if last == window:
             return
+        x = x.detach()
         count = count + 1 if in_unit_interval(x) else 0
         self.sigmoid[site] = (count, window)
         if count >= SIGMOID_WINDOWS and float(x.max() - x.min()) > 0.5:
