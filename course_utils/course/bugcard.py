@@ -16,6 +16,7 @@ import html
 import textwrap
 from types import SimpleNamespace
 
+from course_utils.core.glyphs import glyph
 from course_utils.core.questions import as_html, plain
 from course_utils.course.code_diff import FixDiff
 from course_utils.drills import Drill, get, record_answer, taught
@@ -28,8 +29,9 @@ SUBMIT, REVEAL, RUN = "Submit", "Reveal", "Run the buggy code"
 class BugCard:
     """One drill as a spot-the-bug card."""
 
-    def __init__(self, drill: Drill | str):
+    def __init__(self, drill: Drill | str, record: bool = True):
         self.drill = get(drill) if isinstance(drill, str) else drill
+        self.record = record  # False: answers are graded but not kept as card answers
         self.answered = False
         self.controls: SimpleNamespace | None = None  # the widgets of the last widget() call
 
@@ -74,11 +76,12 @@ class BugCard:
         index = self._index(choice)
         q = self.drill.question
         right = index == q.answer
-        record_answer(self.drill.id, right, hypothesis)
+        if self.record:
+            record_answer(self.drill.id, right, hypothesis)
         self.answered = True
         if right:
-            return f"✔ Right: {LETTERS[index]}) {plain(q.choices[index])}"
-        return (f"✘ Not quite: you chose {LETTERS[index]}; the answer is {LETTERS[q.answer]}) "
+            return f"{glyph('right')} Right: {LETTERS[index]}) {plain(q.choices[index])}"
+        return (f"{glyph('wrong')} Not quite: you chose {LETTERS[index]}; the answer is {LETTERS[q.answer]}) "
                 f"{plain(q.choices[q.answer])}")
 
     def reveal(self) -> str:

@@ -85,6 +85,7 @@ def mean_time(totals: dict) -> str:
 def plot_history(hist: dict | None = None):
     """A small figure: each round's score and the best so far; accuracy per category beside it."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     hist = history() if hist is None else hist
     sessions = hist.get("sessions", [])
@@ -97,6 +98,9 @@ def plot_history(hist: dict | None = None):
         left.plot(rounds, scores, "o-", label="round")
         left.plot(rounds, best, "--", color="gray", label="best so far")
         left.legend(fontsize=9, loc="lower right")
+        # whole rounds only: one round must not get an axis from 0.96 to 1.04
+        left.set_xlim(0.5, len(scores) + 0.5)
+        left.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     else:
         left.text(0.5, 0.5, "no rounds yet", ha="center", va="center", transform=left.transAxes)
     left.set(ylim=(-5, 105), xlabel="round", ylabel="score (%)", title="timed drills")

@@ -11,9 +11,10 @@ and records it. From code: ``start()``, ``answer(choice, hypothesis)``, ``reveal
 ``finish()``. The terminal version is ``course drill`` (``course_utils.course.drill_cli``).
 
 Scoring: a right answer within the time is 1 point, a right answer after the clock ran out ½, a wrong
-one 0. Every answer also counts as a card answer (progress key "drills", lesson 07). Finished rounds
-are kept in the progress file under their own key, "drill_sessions"; ``history()``,
-``history_text()`` and ``plot_history()`` read them back.
+one 0. A timed answer is not a card answer (lesson 07's key "drills" counts only cards). Finished
+rounds are kept in the progress file under their own key, "drill_sessions" (nothing at all with
+``record=False``); ``history()``, ``history_text()`` and ``plot_history()`` read them back.
+``drills=[ids]`` serves the given drills (as declared) instead of a seeded draw.
 
 This module is the entry point and holds the round itself; the rules (choosing drills, points, the
 score table) are in ``drill_scoring``, the history in ``drill_history``, the widget in
@@ -24,9 +25,10 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
+from course_utils.core.glyphs import glyph
 from course_utils.course.drill_history import (
     KEY,
     MAX_SESSIONS,
@@ -47,7 +49,7 @@ from course_utils.course.drill_scoring import (
     time_limit,
 )
 from course_utils.course.drill_widget import FINISH, NEXT, START, build_widget
-from course_utils.drills import Drill, record_answer
+from course_utils.drills import Drill, get
 from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 __all__ = ["FINISH", "KEY", "LETTERS", "MAX_SESSIONS", "NEXT", "SECONDS", "START", "DrillSession", "Result",
@@ -60,11 +62,12 @@ class DrillSession:
 
     def __init__(self, seed: int | None = None, category: str | None = None, count: int | None = 5,
                  seconds: int | None = None, source: str = "notebook",
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, drills: Sequence[str] | None = None,
+                 record: bool = True):
         self.seed = secrets.randbelow(10_000) if seed is None else seed
         self.category = category_name(category)
-        self.drills = pick(self.seed, self.category, count)
-        self.fixed_seconds, self.source, self.clock = seconds, source, clock
+        self.drills = [get(i) for i in drills] if drills else pick(self.seed, self.category, count)
+        self.fixed_seconds, self.source, self.clock, self.record = seconds, source, clock, record
         self.index = 0
         self.results: list[Result] = []
         self.recorded: dict | None = None
@@ -121,7 +124,7 @@ class DrillSession:
         problem = hypothesis_problem(self._need_current().buggy_code, hypothesis)
         if problem:
             raise ValueError(problem)
-        result = self._grade(letter_index(self._need_current(), choice), hypothesis, record_card=True)
+        result = self._grade(letter_index(self._need_current(), choice), hypothesis)
         return self._feedback(result)
 
     def reveal(self) -> str:
@@ -141,8 +144,10 @@ class DrillSession:
         self._started_at = None
         return self.start() if self.current is not None else None
 
-    def finish(self, record: bool = True) -> str:
-        """End the round: record it in the history (once) and return the score table."""
+    def finish(self, record: bool | None = None) -> str:
+        """End the round: record it in the history (once; never for a session made with
+        ``record=False``) and return the score table."""
+        record = self.record if record is None else record and self.record
         if record and self.results and self.recorded is None:
             self.recorded = record_session(self.results, self.seed, self.category, self.source)
         return self.table()
@@ -158,14 +163,12 @@ class DrillSession:
             raise RuntimeError("this drill is answered: call next()")
         return drill
 
-    def _grade(self, index: int, hypothesis: str, record_card: bool) -> Result:
+    def _grade(self, index: int, hypothesis: str) -> Result:
         drill = self._need_current()
         if self._started_at is None:
             self._started_at = self.clock()
         seconds = self.elapsed()
         right = index == drill.question.answer
-        if record_card:
-            record_answer(drill.id, right, hypothesis)
         result = Result(drill.id, drill.category, LETTERS[index], right, round(seconds, 1),
                         seconds > self.seconds, self.seconds)
         self.results.append(result)
@@ -177,8 +180,8 @@ class DrillSession:
         if r.late and r.right:
             took += ", late: half a point"
         if r.right:
-            return f"✔ Right: {r.choice}) {q.choices[q.answer]} ({took})"
-        return (f"✘ Not quite: you chose {r.choice}; the answer is {LETTERS[q.answer]}) "
+            return f"{glyph('right')} Right: {r.choice}) {q.choices[q.answer]} ({took})"
+        return (f"{glyph('wrong')} Not quite: you chose {r.choice}; the answer is {LETTERS[q.answer]}) "
                 f"{q.choices[q.answer]} ({took})")
 
     # --- display ----------------------------------------------------------------------------------------

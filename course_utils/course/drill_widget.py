@@ -66,7 +66,7 @@ def build_widget(session: DrillSession):
     def serve():
         drill = session.current
         session.start()
-        card = BugCard(drill)
+        card = BugCard(drill, record=False)  # a timed answer is not a card answer
         box = card.widget()
         box.children = box.children[1:]  # no title: it would name the bug
         card.controls.submit.on_click(on_submit)  # runs after the card's own grading handler
@@ -85,7 +85,7 @@ def build_widget(session: DrillSession):
         card = ui.card.controls
         if session.answered or card.choices.index is None:
             return
-        result = session._grade(card.choices.index, card.hypothesis.value, record_card=False)
+        result = session._grade(card.choices.index, card.hypothesis.value)
         clock.playing = False
         for control in (card.submit, card.choices, card.hypothesis):
             control.disabled = True
@@ -131,7 +131,6 @@ def build_widget(session: DrillSession):
     nxt.on_click(on_next)
     finish.on_click(on_finish)
     clock.observe(on_tick, names="value")
-    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · "
-                   f"{clock_text(session.seconds)} each")
+    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · {session.clocks_text()}")
     return w.VBox([title, header, row([clock, bar, counter]), status, start, card_box,
                    row([nxt, finish]), summary])
