@@ -184,6 +184,8 @@ def _hub_config(args) -> int:
 
 def _mutants(args) -> int:
     """``course mutants``: the automatic mutants of each exercise's reference, run through check()."""
+    if args.drills:
+        return _drill_mutants(args.ids)
     from course_utils import bank
     from course_utils.course import mutation
 
@@ -194,6 +196,22 @@ def _mutants(args) -> int:
         scores.append(mutation.score(bank.get(exercise_id)))
     print(mutation.table(scores))
     return 0 if all(not s.survivors and not s.stale for s in scores) else 1
+
+
+def _drill_mutants(ids: list[str]) -> int:
+    """``course mutants --drills``: per fix-it drill, its fixes accepted and its degenerate edits
+    (automatic mutants) rejected by fix-it mode's judge."""
+    from course_utils import drills
+    from course_utils.drills import fix_mutants
+
+    chosen = ids or [d.id for d in drills.all_drills() if d.other_fixes]
+    ok = True
+    for i, drill_id in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {drill_id}", file=sys.stderr, flush=True)
+        rows = fix_mutants.score(drills.get(drill_id))
+        ok &= all(accepted == (kind != "degenerate") for kind, _, accepted, _ in rows)
+        print(fix_mutants.table(drill_id, rows) + "\n")
+    return 0 if ok else 1
 
 
 def _drill(args) -> int:
@@ -274,7 +292,9 @@ def parser() -> argparse.ArgumentParser:
     dr.set_defaults(fn=_drill)
     mu = sub.add_parser("mutants", help="(authors) automatic mutants of each reference: killed, "
                         "declared equivalent, surviving")
-    mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
+    mu.add_argument("ids", nargs="*", help="exercise ids (default: all), or drill ids with --drills")
+    mu.add_argument("--drills", action="store_true", help="the fix-it drills instead: every fix "
+                    "accepted, every degenerate edit of the fixed code rejected")
     mu.set_defaults(fn=_mutants)
     sub.add_parser("watch", add_help=False, help="run a training script unmodified and report silent "
                    "training bugs: course watch [--json F] [--html F] script.py [args...]")

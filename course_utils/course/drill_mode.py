@@ -23,12 +23,14 @@ score table) are in ``drill_scoring``, the history in ``drill_history``, the wid
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
 from course_utils.core.glyphs import glyph
+from course_utils.course import drill_fixit as fixit
 from course_utils.course.drill_history import (
     KEY,
     MAX_SESSIONS,
@@ -73,6 +75,7 @@ class DrillSession:
         self.recorded: dict | None = None
         self.controls: SimpleNamespace | None = None
         self._started_at: float | None = None
+        self._fixes: dict[int, bool] = {}  # drill index -> a fix-it edit was accepted
 
     # --- state ------------------------------------------------------------------------------------
     @property
@@ -127,6 +130,25 @@ class DrillSession:
         result = self._grade(letter_index(self._need_current(), choice), hypothesis)
         return self._feedback(result)
 
+    def fix(self, code: str) -> str:
+        """Fix-it mode: judge ``code``, an edit of the current drill's buggy code (before or after
+        the letter; a fix accepted before any letter answers the drill, as a right diagnosis).
+        The verdict's text; the drill's result keeps whether a fix was accepted."""
+        drill = self.current if self.current is not None and not self.answered else self._last()
+        verdict = fixit.judge(drill, code)
+        index = self.drills.index(drill)
+        self._fixes[index] = self._fixes.get(index, False) or verdict.passed
+        if index < len(self.results):
+            self.results[index] = dataclasses.replace(self.results[index], fixed=self._fixes[index])
+        elif verdict.passed:
+            self._grade(drill.question.answer, "", choice="fix")
+        return verdict.text()
+
+    def _last(self) -> Drill:
+        if not self.results:
+            raise RuntimeError("start the round first")
+        return self.drills[len(self.results) - 1]
+
     def reveal(self) -> str:
         """The current (or last) drill's fix and explanation; only after it was answered."""
         from course_utils.course.bugcard import BugCard
@@ -163,14 +185,14 @@ class DrillSession:
             raise RuntimeError("this drill is answered: call next()")
         return drill
 
-    def _grade(self, index: int, hypothesis: str) -> Result:
+    def _grade(self, index: int, hypothesis: str, choice: str | None = None) -> Result:
         drill = self._need_current()
         if self._started_at is None:
             self._started_at = self.clock()
         seconds = self.elapsed()
         right = index == drill.question.answer
-        result = Result(drill.id, drill.category, LETTERS[index], right, round(seconds, 1),
-                        seconds > self.seconds, self.seconds)
+        result = Result(drill.id, drill.category, choice or LETTERS[index], right, round(seconds, 1),
+                        seconds > self.seconds, self.seconds, self._fixes.get(self.index))
         self.results.append(result)
         return result
 

@@ -19,6 +19,7 @@ matplotlib, no widgets, no worker processes). Lesson 08's timed drills and the t
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 from course_utils.core.registry import Registry
@@ -80,12 +81,14 @@ __all__ = ["CATEGORIES", "PROGRESS_KEY", "SHOWN_IN_LESSON_08", "TAUGHT", "CodeRu
 
 
 def _load():
+    from course_utils.drills.fixit_cases import FIXIT
+
     for module_name, category in MODULES:
         module = importlib.import_module(f"course_utils.drills.{module_name}")
         for drill in module.DRILLS:
             if drill.category != category or not drill.id.startswith(category.split()[0] + "."):
                 raise ValueError(f"drill {drill.id} is not in category {category!r}")
-            yield drill.id, drill
+            yield drill.id, dataclasses.replace(drill, **FIXIT.get(drill.id, {}))
 
 
 REGISTRY: Registry[Drill] = Registry("drill", _load)
