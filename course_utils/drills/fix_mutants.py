@@ -100,11 +100,11 @@ def _freeze(tree: ast.Module, line: str) -> ast.Module:
 
 
 def _results(drill: Drill) -> list[str]:
-    """The names the fixed code's last top-level statements assign (a computation's results)."""
+    """The names the fixed code's top-level statements assign (a computation's results)."""
     tree = _parse(drill.fixed_code)
     names = [t.id for s in tree.body if isinstance(s, ast.Assign)
              for t in s.targets if isinstance(t, ast.Name)]
-    return names[-1:]
+    return list(dict.fromkeys(names))
 
 
 def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
@@ -128,6 +128,13 @@ def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
         tree = _parse(fixed)
         _after_assign(tree, result, f"{result} = torch.zeros_like({result})")
         yield f"a constant {result}", ast.unparse(tree)
+    if not names:  # a computation: every statement of it matters
+        tree = _parse(fixed)
+        for i in range(_body_start(tree), len(tree.body)):
+            dropped = _parse(fixed)
+            line = ast.unparse(dropped.body[i])
+            dropped.body[i] = ast.Pass()
+            yield f"drop {line[:40]}", ast.unparse(dropped)
     modules = sorted({n.split(".")[0] for n in names})
     for module in modules:
         yield (f"{module}: every parameter requires_grad_(False)",
