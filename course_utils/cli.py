@@ -116,6 +116,10 @@ def _progress(args) -> int:
     print(f"{'item':<24} {'status':<16} {'attempts':>8}  detail")
     for item, status, attempts, detail in rows:
         print(f"{item:<24} {status:<16} {attempts:>8}  {detail}")
+    if progress.load().get("drill_sessions"):
+        from course_utils.course.drill_plan import plan_text
+
+        print("\n" + plan_text())
     return 0
 
 
@@ -218,7 +222,9 @@ def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
     from course_utils.course.drill_cli import play_round
 
-    return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
+    adaptive = args.seed is None and args.category is None and not args.random
+    return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin,
+                      adaptive=adaptive)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -287,6 +293,8 @@ def parser() -> argparse.ArgumentParser:
     dr.add_argument("--category", help="drills of one category only (e.g. losses, data, numerics)")
     dr.add_argument("--count", type=int, default=5, help="drills in the round (default 5)")
     dr.add_argument("--seed", type=int, help="fixes the drills and their order (default: fresh, printed)")
+    dr.add_argument("--random", action="store_true", help="a random round instead of one drawn from "
+                    "your missed drills and weakest categories (the default)")
     dr.add_argument("--stdin", action="store_true",
                     help="read the answers from a pipe instead of a terminal")
     dr.set_defaults(fn=_drill)

@@ -119,8 +119,10 @@ def _offer_fix(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
 
 def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     """Serve the session's drills one by one until the round ends, the input ends or q."""
+    where = ("category " + session.category if session.category else
+             "chosen from your history" if session.reasons else "all categories")
     out.write(f"Timed drills: {len(session.drills)} drills "
-              f"({'category ' + session.category if session.category else 'all categories'}, seed "
+              f"({where}, seed "
               f"{session.seed}; repeat this round with --seed {session.seed}), "
               f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "
               "letter. ? runs the buggy code and shows its symptom; q ends the round.\n")
@@ -141,13 +143,13 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
 
 def play_round(category: str | None = None, count: int | None = 5, seed: int | None = None,
                allow_pipe: bool = False, stdin: TextIO | None = None, out: TextIO | None = None,
-               clock: Callable[[], float] = time.monotonic) -> int:
+               clock: Callable[[], float] = time.monotonic, adaptive: bool = False) -> int:
     """``course drill``: a round in the terminal; prints the score table and records the round."""
     stdin, out = stdin or sys.stdin, out or sys.stdout
     if not allow_pipe and not stdin.isatty():
         raise CourseError(NO_TTY)
     try:
-        session = DrillSession(seed, category, count, source="terminal", clock=clock)
+        session = DrillSession(seed, category, count, source="terminal", clock=clock, adaptive=adaptive)
     except ValueError as err:
         raise CourseError(str(err)) from None
     play(session, stdin, out)

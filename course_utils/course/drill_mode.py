@@ -14,7 +14,8 @@ Scoring: a right answer within the time is 1 point, a right answer after the clo
 one 0. A timed answer is not a card answer (lesson 07's key "drills" counts only cards). Finished
 rounds are kept in the progress file under their own key, "drill_sessions" (nothing at all with
 ``record=False``); ``history()``, ``history_text()`` and ``plot_history()`` read them back.
-``drills=[ids]`` serves the given drills (as declared) instead of a seeded draw.
+``drills=[ids]`` serves the given drills (as declared) instead of a seeded draw; ``adaptive=True``
+draws from the learner's missed drills and weakest categories (``drill_plan``), with reasons.
 
 This module is the entry point and holds the round itself; the rules (choosing drills, points, the
 score table) are in ``drill_scoring``, the history in ``drill_history``, the widget in
@@ -39,6 +40,7 @@ from course_utils.course.drill_history import (
     plot_history,
     record_session,
 )
+from course_utils.course.drill_plan import plan
 from course_utils.course.drill_scoring import (
     LETTERS,
     SECONDS,
@@ -65,10 +67,17 @@ class DrillSession:
     def __init__(self, seed: int | None = None, category: str | None = None, count: int | None = 5,
                  seconds: int | None = None, source: str = "notebook",
                  clock: Callable[[], float] = time.monotonic, drills: Sequence[str] | None = None,
-                 record: bool = True):
+                 record: bool = True, adaptive: bool = False):
         self.seed = secrets.randbelow(10_000) if seed is None else seed
         self.category = category_name(category)
-        self.drills = [get(i) for i in drills] if drills else pick(self.seed, self.category, count)
+        self.reasons: dict[str, str] = {}  # adaptive: why each drill was chosen
+        if drills:
+            self.drills = [get(i) for i in drills]
+        elif adaptive and self.category is None:
+            chosen = plan(count or 5, self.seed)
+            self.drills, self.reasons = [d for d, _ in chosen], {d.id: why for d, why in chosen}
+        else:
+            self.drills = pick(self.seed, self.category, count)
         self.fixed_seconds, self.source, self.clock, self.record = seconds, source, clock, record
         self.index = 0
         self.results: list[Result] = []
@@ -116,9 +125,10 @@ class DrillSession:
         """A drill without its title (the title would give the bug away): code, question, choices."""
         q = drill.question
         n = self.drills.index(drill) + 1
+        why = [f"chosen: {self.reasons[drill.id]}"] if drill.id in self.reasons else []
+        code = ["    " + ln for ln in drill.buggy_code.rstrip("\n").splitlines()]
         lines = [f"Drill {n} of {len(self.drills)} · {drill.category} · {clock_text(self.seconds)} "
-                 "on the clock", "", *("    " + ln for ln in drill.buggy_code.rstrip("\n").splitlines()),
-                 "", f"Q: {q.prompt}"]
+                 "on the clock", *why, "", *code, "", f"Q: {q.prompt}"]
         lines += [f"  {LETTERS[i]}) {choice}" for i, choice in enumerate(q.choices)]
         return "\n".join(lines)
 
@@ -209,7 +219,8 @@ class DrillSession:
     # --- display ----------------------------------------------------------------------------------------
     def text(self) -> str:
         """The round as plain text (what a terminal or nbval sees)."""
-        where = f"category {self.category}" if self.category else "all categories"
+        where = f"category {self.category}" if self.category else (
+            "chosen from your history" if self.reasons else "all categories")
         return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
                 f"{self.clocks_text()}. Press '{START}' in the widget; from code: "
                 "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")

@@ -55,9 +55,11 @@ def build_widget(session: DrillSession):
     def show_header():
         drill = session.current
         if drill is not None:
+            why = session.reasons.get(drill.id)
             header.value = (f"<b>Drill {session.index + 1} of {n}</b> · category: "
                             f"{html.escape(drill.category)} · score so far: "
-                            f"{sum(r.points for r in session.results):g}/{len(session.results)}")
+                            f"{sum(r.points for r in session.results):g}/{len(session.results)}"
+                            + (f"<br><i>chosen: {html.escape(why)}</i>" if why else ""))
 
     def restart_clock():
         clock.playing = False
