@@ -125,7 +125,8 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
               f"({where}, seed "
               f"{session.seed}; repeat this round with --seed {session.seed}), "
               f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "
-              "letter. ? runs the buggy code and shows its symptom; q ends the round.\n")
+              "letter. ? runs the buggy code and shows its symptom; f (on a fix-it drill) takes your "
+              "edit of the code; q ends the round.\n")
     text: str | None = session.start()
     try:
         while text is not None:
