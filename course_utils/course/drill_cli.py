@@ -122,8 +122,8 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     where = ("category " + session.category if session.category else
              "chosen from your history" if session.reasons else "all categories")
     out.write(f"Timed drills: {len(session.drills)} drills "
-              f"({where}, seed "
-              f"{session.seed}; repeat this round with --seed {session.seed}), "
+              f"({where}, seed {session.seed}"
+              f"{'' if session.reasons else f'; repeat this round with --seed {session.seed}'}), "
               f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "
               "letter. ? runs the buggy code and shows its symptom; f (on a fix-it drill) takes your "
               "edit of the code; q ends the round.\n")
