@@ -108,15 +108,6 @@ def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str | None:
                       "or q.\n")
 
 
-def _offer_fix(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
-    """After a letter, a fix-it drill may be fixed too (scored apart from the diagnosis)."""
-    if not has_fixit(session.current) or session.results[-1].fixed:
-        return
-    if _ask("fix it too? [f = edit the code, Enter = skip]> ", stdin, out).lower() == "f":
-        out.write(textwrap.indent(session.fix(_edited(session.current.buggy_code, stdin, out)), "  ")
-                  + "\n")
-
-
 def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     """Serve the session's drills one by one until the round ends, the input ends or q."""
     where = ("category " + session.category if session.category else
@@ -135,7 +126,6 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
             choice = _choice(session, stdin, out)
             if choice is not None:
                 out.write(session.answer(choice, hypothesis) + "\n")
-                _offer_fix(session, stdin, out)
             out.write("\n" + session.reveal() + "\n")
             text = session.next()
     except _Quit as why:

@@ -309,7 +309,7 @@ OVERFLOW = Drill(
         "attention.fp16_scores_overflow",
         "With half-precision q, k and v, some attention rows come out NaN although every input "
         "is finite. Where does the first non-finite value appear?",
-        "In q @ k^T, as soon as one dot product grows past 65504, float16's largest value",
+        "In q @ k^T, where a dot product exceeds 65504",
         ("In softmax, since float16 cannot hold any weight below 1e-4",
          "In .half(), as activations of size 40 overflow float16",
          "In weights @ v, from summing many float16 terms"),

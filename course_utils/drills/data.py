@@ -137,7 +137,7 @@ LEAK = Drill(
     question=shuffled_question(
         "data.test_statistics_leak",
         "Validation looks better than production. What is wrong with this preprocessing?",
-        "The statistics also come from the test rows",
+        "The normalisation statistics also include the test rows",
         ("Nothing, since more rows give better statistics",
          "std() should use unbiased=False for large datasets",
          "Each batch should be normalised by its own statistics"),

@@ -14,6 +14,8 @@ import ast
 import copy
 from collections.abc import Iterator
 
+import torch
+
 from course_utils.drills.core import Drill
 
 
@@ -107,8 +109,9 @@ def _results(drill: Drill) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
-    """``(label, code)`` for every degenerate edit of ``drill``'s fixed (or buggy) code."""
+def mutants(drill: Drill, names: list[str], results: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """``(label, code)`` for every degenerate edit of ``drill``'s fixed (or buggy) code; ``results``
+    are the names a computation's constants replace (default: every name it assigns)."""
     fixed = drill.fixed_code
     if _loops(_parse(fixed)):
         tree = _parse(fixed)
@@ -124,7 +127,7 @@ def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
         tree = _parse(fixed)
         _after_assign(tree, "loss", "loss = loss.detach().requires_grad_()")
         yield "detach the loss", ast.unparse(tree)
-    for result in ([] if names else _results(drill)):
+    for result in ([] if names else results if results is not None else _results(drill)):
         tree = _parse(fixed)
         _after_assign(tree, result, f"{result} = torch.zeros_like({result})")
         yield f"a constant {result}", ast.unparse(tree)
@@ -132,7 +135,7 @@ def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
         tree = _parse(fixed)
         for i in range(_body_start(tree), len(tree.body)):
             dropped = _parse(fixed)
-            line = ast.unparse(dropped.body[i])
+            line = ast.unparse(dropped.body[i]).splitlines()[0]
             dropped.body[i] = ast.Pass()
             yield f"drop {line[:40]}", ast.unparse(dropped)
     modules = sorted({n.split(".")[0] for n in names})
@@ -158,29 +161,39 @@ def mutants(drill: Drill, names: list[str]) -> Iterator[tuple[str, str]]:
 
 def score(drill: Drill) -> list[tuple[str, str, bool, str]]:
     """Run every fix and mutant of ``drill`` (form 0) through fix-it's judge, in this process:
-    rows of (kind, label, accepted, why). Kinds: "declared fix", "other fix", "degenerate"."""
+    rows of (kind, label, accepted, why). Kinds: "declared fix", "other fix", "degenerate", and
+    "equivalent" for an automatic edit declared to change nothing (``fixit_cases.EQUIVALENT``)."""
     from course_utils.drills.fixit import judge_edit, reference
+    from course_utils.drills.fixit_cases import EQUIVALENT
 
-    _, trained = reference(drill)
+    ref_run, trained = reference(drill)
     names = [k for k, (moved, grad) in trained.items() if moved or grad]
+    tensors = [n for n in _results(drill) if isinstance(ref_run.namespace.get(n), torch.Tensor)]
     rows = []
     fixes = [("declared fix", "the drill's own fix", drill.fixed_code)]
     fixes += [("other fix", f"other fix {i}", code) for i, code in enumerate(drill.other_fix_codes(), 1)]
-    for kind, label, code in fixes + [("degenerate", label, code) for label, code in mutants(drill, names)]:
+    same = EQUIVALENT.get(drill.id, {})
+    for label, code in mutants(drill, names, tensors):
+        fixes.append(("equivalent" if label in same else "degenerate", label, code))
+    for kind, label, code in fixes:
         verdict = judge_edit(drill, code)
-        rows.append((kind, label, verdict.passed, (verdict.problems or ("",))[0]))
+        why = same.get(label, "") if kind == "equivalent" else (verdict.problems or ("",))[0]
+        rows.append((kind, label, verdict.passed, why))
     return rows
 
 
 def table(drill_id: str, rows: list[tuple[str, str, bool, str]]) -> str:
-    """One drill's rows as text, with its verdict: every fix accepted, every degenerate edit rejected."""
+    """One drill's rows as text, with its verdict: every fix (and every declared equivalent)
+    accepted, every degenerate edit rejected."""
     ok = all(accepted == (kind != "degenerate") for kind, _, accepted, _ in rows)
-    bad = sum(1 for kind, *_ in rows if kind == "degenerate")
-    lines = [f"{drill_id}: {'ok' if ok else 'FAILS'} ({len(rows) - bad} fixes accepted, "
-             f"{bad} degenerate edits rejected)" if ok else f"{drill_id}: FAILS"]
+    count = {k: sum(1 for kind, *_ in rows if kind == k) for k in ("declared fix", "other fix",
+                                                                    "equivalent", "degenerate")}
+    same = f", {count['equivalent']} declared equivalent" if count["equivalent"] else ""
+    lines = [f"{drill_id}: {'ok' if ok else 'FAILS'} ({count['declared fix'] + count['other fix']} "
+             f"fixes accepted, {count['degenerate']} degenerate edits rejected{same})"]
     for kind, label, accepted, why in rows:
         verdict = "accepted" if accepted else "rejected"
         wrong = " <- wrong" if accepted == (kind == "degenerate") else ""
-        why = f": {why[:80]}" if why and not accepted else ""
-        lines.append(f"  {kind:<13}{verdict:<10}{label}{wrong}{why}")
+        shown = f": {why[:80]}" if why and (not accepted or kind == "equivalent") else ""
+        lines.append(f"  {kind:<13}{verdict:<10}{label}{wrong}{shown}")
     return "\n".join(lines)

@@ -9,7 +9,8 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    every parameter the reference gives a gradient gets one (deleting the loop or the backward,
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
-   every tensor it ends with is there, with the same shape and values (a constant fails);
+   every result the buggy code computes and the fixed code keeps is there, with the fixed code's
+   shapes and values (a constant, an empty list fail);
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
@@ -19,6 +20,7 @@ fresh, limited process (``course_utils.grader.drill_fix``); here it runs in-proc
 
 from __future__ import annotations
 
+import ast
 import contextlib
 from dataclasses import dataclass, field
 
@@ -115,17 +117,41 @@ def _training_problems(ref: dict, got: dict) -> list[str]:
     return problems
 
 
-def _output_problems(ref: CodeRun, got: CodeRun) -> list[str]:
+def assigned_names(code: str) -> set[str]:
+    """The names ``code``'s top-level statements assign (what the code "returns")."""
+    names = set()
+    for stmt in ast.parse(code).body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                break
+    return names
+
+
+def _tensors(value) -> list[torch.Tensor] | None:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return list(value)
+    return None
+
+
+def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
+    """The results the buggy code computes (``names``) that the fixed code keeps must be there,
+    with the fixed code's shapes and values."""
     problems = []
-    for name, want in ref.namespace.items():
-        if name.startswith("_") or not isinstance(want, torch.Tensor):
+    for name in sorted(names):
+        want = _tensors(ref.namespace.get(name))
+        if want is None:
             continue
-        have = got.namespace.get(name)
-        if not isinstance(have, torch.Tensor):
-            problems.append(f"{name} is no longer computed")
-        elif have.shape != want.shape:
-            problems.append(f"{name} has shape {tuple(have.shape)}, the fixed code's {tuple(want.shape)}")
-        elif not torch.allclose(have.detach().double(), want.detach().double(), RTOL, ATOL, equal_nan=True):
+        have = _tensors(got.namespace.get(name))
+        if have is None or len(have) != len(want):
+            problems.append(f"{name} is no longer computed as the fixed code computes it")
+        elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):
+            problems.append(f"{name} has other shapes than the fixed code's")
+        elif not all(torch.allclose(h.detach().double(), w.detach().double(), RTOL, ATOL, equal_nan=True)
+                     for h, w in zip(have, want, strict=True)):
             problems.append(f"{name} holds other values than the fixed code computes")
     return problems
 
@@ -149,7 +175,7 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run)
+        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)

@@ -60,9 +60,34 @@ FIXIT: dict[str, dict] = {
                         ("logits = model(xb).squeeze()", "logits = model(xb)[:, 0]")),
         "job": loss_not_worse(),
     },
+    "memory.eval_keeps_graph": {
+        "other_fixes": (("outputs = [model(x) for x in val_batches]",
+                         "outputs = [model(x).detach() for x in val_batches]"),
+                        ("outputs = [model(x) for x in val_batches]",
+                         "with torch.inference_mode():\n    outputs = [model(x) for x in val_batches]")),
+    },
+    "data.wrong_normalisation_constants": {
+        "other_fixes": (("x = (images.float() - mean) / std",
+                         "x = (images.float() - 255 * mean) / (255 * std)"),),
+    },
+    "modes.batchnorm_at_eval": {
+        "other_fixes": (("with torch.no_grad():", "model.train(False)\nwith torch.no_grad():"),),
+    },
+    "data.test_statistics_leak": {
+        "other_fixes": (("mean, std = data.mean(0), data.std(0)",
+                         "mean, std = data[:800].mean(0), data[:800].std(0)"),),
+    },
     "losses.next_token_labels_unshifted": {
         "other_fixes": (("loss = F.cross_entropy(logits.reshape(-1, V), tokens.reshape(-1))",
                          "loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:])"),),
         "job": loss_not_worse(),
+    },
+}
+
+# Automatic edits that change nothing the drill computes, with the reason (``course mutants --drills``
+# lists them as equivalent: accepted, and rightly so).
+EQUIVALENT: dict[str, dict[str, str]] = {
+    "memory.eval_keeps_graph": {
+        "drop model.eval()": "the model has no dropout and no BatchNorm: eval() changes nothing it computes",
     },
 }

@@ -242,7 +242,7 @@ INPLACE = Drill(
         "gradients.inplace_breaks_autograd",
         "backward() raises 'one of the variables needed for gradient computation has been "
         "modified by an inplace operation'. Which line is responsible, and why?",
-        "h += x: it overwrites the sigmoid output that backward needs to compute its gradient",
+        "h += x: it overwrites sigmoid's stored activation",
         ("h.sum(): a reduction cannot follow an in-place add",
          "torch.sigmoid: its gradient is undefined for large inputs",
          "layer(x): Linear frees its saved input after the forward"),

@@ -94,7 +94,7 @@ WORKERS = Drill(
         "data.worker_rng_copies",
         "The random shift should differ for every sample of every epoch. With num_workers=2, "
         "how many different shifts do these two epochs produce?",
-        "A quarter, since each worker repeats one random stream in every epoch",
+        "A quarter: every worker replays one identical stream per epoch",
         ("All 32, since PyTorch 1.9 seeds every worker's RNGs apart",
          "Half, the two workers share one generator and take turns",
          "All 32, but only with shuffle=True, in order they repeat"),
@@ -202,7 +202,7 @@ VALIDATE = Drill(
         "data.validation_in_train_mode",
         "Validating the same checkpoint twice on the same data gives two different losses, "
         "and the checkpoint saved after validating no longer matches the one loaded. Why?",
-        "The model is still in training mode while validating after load_state_dict",
+        "The reloaded checkpoint is validated in training mode",
         ("load_state_dict skips BatchNorm's running statistics",
          "torch.no_grad() is missing, so validation updates the weights",
          "The validation data needs shuffle=False to give one answer"),

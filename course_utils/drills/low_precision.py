@@ -44,7 +44,7 @@ TOTAL = Drill(
     question=shuffled_question(
         "numerics.bf16_running_total",
         "Every loss lies between 2.0 and 2.5, yet the logged epoch mean does not. Why?",
-        "A large bfloat16 total rounds each new loss away",
+        "A large bfloat16 accumulator rounds away each additional loss",
         ("total.item() converts to float64 and loses the sum",
          "bfloat16 cannot represent values between 2.0 and 2.5",
          "torch.rand in bfloat16 returns mostly zeros here"),
