@@ -14,8 +14,6 @@ import ast
 import copy
 from collections.abc import Iterator
 
-import torch
-
 from course_utils.drills.core import Drill
 
 
@@ -69,8 +67,8 @@ def _after_assign(tree: ast.Module, target: str, text: str) -> bool:
             out = []
             for s in block:
                 out.append(s)
-                if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == target
-                                                     for t in s.targets):
+                if isinstance(s, ast.Assign) and any(isinstance(n, ast.Name) and n.id == target
+                                                     for t in s.targets for n in ast.walk(t)):
                     out += _stmt(text)
                     found = True
             setattr(node, name, out)
@@ -102,11 +100,10 @@ def _freeze(tree: ast.Module, line: str) -> ast.Module:
 
 
 def _results(drill: Drill) -> list[str]:
-    """The names the fixed code's top-level statements assign (a computation's results)."""
-    tree = _parse(drill.fixed_code)
-    names = [t.id for s in tree.body if isinstance(s, ast.Assign)
-             for t in s.targets if isinstance(t, ast.Name)]
-    return list(dict.fromkeys(names))
+    """The names the fixed code assigns outside functions (a computation's results)."""
+    from course_utils.drills.fixit import assigned_names
+
+    return sorted(assigned_names(drill.fixed_code))
 
 
 def mutants(drill: Drill, names: list[str], results: list[str] | None = None) -> Iterator[tuple[str, str]]:
@@ -129,8 +126,9 @@ def mutants(drill: Drill, names: list[str], results: list[str] | None = None) ->
         yield "detach the loss", ast.unparse(tree)
     for result in ([] if names else results if results is not None else _results(drill)):
         tree = _parse(fixed)
-        _after_assign(tree, result, f"{result} = torch.zeros_like({result})")
-        yield f"a constant {result}", ast.unparse(tree)
+        if _after_assign(tree, result, f"{result} = ([torch.zeros_like(t) for t in {result}] "
+                                       f"if isinstance({result}, list) else torch.zeros_like({result}))"):
+            yield f"a constant {result}", ast.unparse(tree)
     if not names:  # a computation: every statement of it matters
         tree = _parse(fixed)
         for i in range(_body_start(tree), len(tree.body)):
@@ -163,17 +161,20 @@ def score(drill: Drill) -> list[tuple[str, str, bool, str]]:
     """Run every fix and mutant of ``drill`` (form 0) through fix-it's judge, in this process:
     rows of (kind, label, accepted, why). Kinds: "declared fix", "other fix", "degenerate", and
     "equivalent" for an automatic edit declared to change nothing (``fixit_cases.EQUIVALENT``)."""
-    from course_utils.drills.fixit import judge_edit, reference
+    from course_utils.drills.fixit import judge_edit, reference, tensors_of
     from course_utils.drills.fixit_cases import EQUIVALENT
 
     ref_run, trained = reference(drill)
     names = [k for k, (moved, grad) in trained.items() if moved or grad]
-    tensors = [n for n in _results(drill) if isinstance(ref_run.namespace.get(n), torch.Tensor)]
+    tensors = [n for n in _results(drill) if tensors_of(ref_run.namespace.get(n)) is not None]
     rows = []
     fixes = [("declared fix", "the drill's own fix", drill.fixed_code)]
     fixes += [("other fix", f"other fix {i}", code) for i, code in enumerate(drill.other_fix_codes(), 1)]
     same = EQUIVALENT.get(drill.id, {})
+    fixed = ast.unparse(_parse(drill.fixed_code))
     for label, code in mutants(drill, names, tensors):
+        if ast.unparse(_parse(code)) == fixed:  # an edit that changed nothing is no mutant
+            continue
         fixes.append(("equivalent" if label in same else "degenerate", label, code))
     for kind, label, code in fixes:
         verdict = judge_edit(drill, code)

@@ -129,7 +129,8 @@ def assigned_names(code: str) -> set[str]:
     return names
 
 
-def _tensors(value) -> list[torch.Tensor] | None:
+def tensors_of(value) -> list[torch.Tensor] | None:
+    """``value`` as a list of tensors (a tensor, or a list or tuple of them), else None."""
     if isinstance(value, torch.Tensor):
         return [value]
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
@@ -142,10 +143,10 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
     with the fixed code's shapes and values."""
     problems = []
     for name in sorted(names):
-        want = _tensors(ref.namespace.get(name))
+        want = tensors_of(ref.namespace.get(name))
         if want is None:
             continue
-        have = _tensors(got.namespace.get(name))
+        have = tensors_of(got.namespace.get(name))
         if have is None or len(have) != len(want):
             problems.append(f"{name} is no longer computed as the fixed code computes it")
         elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):
