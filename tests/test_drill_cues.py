@@ -62,3 +62,16 @@ def test_the_rank_drill_gives_nccls_default_timeout_and_the_layernorm_drill_keys
     norm = drills.get("seed.layernorm_cpu_round_trip")
     assert "device mismatch" in norm.question.choices[norm.question.answer]
     assert norm.symptom().values["moved_norm_weights"] > 0  # model.to() would move them
+
+
+@pytest.mark.parametrize("name", ["every drill form", "the timed pool"])
+def test_the_quizzes_battery_holds_on_the_drills_too(name):
+    """The mastery quizzes' own battery (course/cue_solvers.py) gives the same verdict."""
+    from course_utils.course import cue_solvers
+
+    pool = drills.all_drills() if name == "every drill form" else drills.timed_pool()
+    questions = [q for q, _ in _forms(pool)]
+    base = cue_solvers.chance(questions)
+    off = {s: round(cue_solvers.accuracy(f, questions), 3) for s, f in cue_solvers.SOLVERS.items()
+           if abs(cue_solvers.accuracy(f, questions) - base) > cue_solvers.MARGIN}
+    assert not off, f"{name}: {off}"

@@ -198,3 +198,20 @@ def table(drill_id: str, rows: list[tuple[str, str, bool, str]]) -> str:
         shown = f": {why[:80]}" if why and (not accepted or kind == "equivalent") else ""
         lines.append(f"  {kind:<13}{verdict:<10}{label}{wrong}{shown}")
     return "\n".join(lines)
+
+
+def report(ids: list[str]) -> int:
+    """``course mutants --drills [ID...]``: print each fix-it drill's table (all by default);
+    0 when every fix is accepted and every degenerate edit rejected, else 1."""
+    import sys
+
+    from course_utils import drills
+
+    chosen = ids or [d.id for d in drills.all_drills() if d.other_fixes]
+    ok = True
+    for i, drill_id in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {drill_id}", file=sys.stderr, flush=True)
+        rows = score(drills.get(drill_id))
+        ok &= all(accepted == (kind != "degenerate") for kind, _, accepted, _ in rows)
+        print(table(drill_id, rows) + "\n")
+    return 0 if ok else 1

@@ -130,7 +130,7 @@ CLIP = Drill(
         "numerics.clip_before_unscale",
         "With a GradScaler and gradient clipping at max_norm=1.0, the loss barely moves in 30 "
         "steps. What do the clipped gradients measure?",
-        "The still-scaled gradients, so steps shrink by the scale",
+        "The still-scaled gradients, so every step shrinks by the scale",
         ("Nothing, since clip_grad_norm_ skips the inf checks",
          "The unscaled gradients, clipped a second time inside scaler.step()",
          "The float16 gradients, which underflowed to zero"),

@@ -141,7 +141,7 @@ GRAPH = Drill(
     question=shuffled_question(
         "memory.eval_keeps_graph",
         "model.eval() was called, yet validation memory grows with every batch kept. Why?",
-        "Outputs kept under eval() still hold their graphs",
+        "Every output kept under eval() still holds its graph",
         ("eval() caches batch statistics for every batch it sees",
          "The list comprehension copies every batch",
          "Every forward adds a .grad buffer to each weight"),

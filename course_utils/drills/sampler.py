@@ -47,7 +47,7 @@ SET_EPOCH = Drill(
         "distributed.sampler_without_set_epoch",
         "This is what one rank of a multi-rank job loads. The sampler shuffles, yet the training "
         "curve repeats the same pattern every epoch. Why?",
-        "The shuffle is seeded by an epoch counter that nobody updates",
+        "Every epoch's shuffle is seeded by a counter nobody updates",
         ("seed=0 makes every shuffle the identity permutation",
          "shuffle=True is ignored once a sampler is given to the loader",
          "Both ranks load the same samples, so an epoch sees half the data"),

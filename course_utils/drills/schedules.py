@@ -59,7 +59,7 @@ PER_BATCH = Drill(
         "numerics.scheduler_stepped_per_batch",
         "This loop should decay the learning rate gradually over its 5 epochs; instead the "
         "loss stalls within the first epoch. What happens to the learning rate?",
-        "It takes one schedule step per batch, so the 5-epoch decay is spent early",
+        "It takes a schedule step every batch, so the 5-epoch decay is spent early",
         ("scheduler.step() must come first, or the first value is skipped",
          "The scheduler resets to its first value at every new epoch",
          "The optimizer reads a new LR only at the next epoch, one epoch late"),
