@@ -1,6 +1,6 @@
 """The drill questions measure understanding: no surface cue beats chance by more than 10 points.
 
-The battery (``course_utils.drills.cue_solvers``) reads no code and understands nothing: the longest
+The battery (``course_utils.drills.answer_cues``) reads no code and understands nothing: the longest
 or shortest choice, word overlap with the stem or the code, the odd one out, a fixed position,
 absolute words, and more. Run on every form of every drill and on the timed pool.
 """
@@ -11,7 +11,7 @@ import pytest
 
 from course_utils import drills
 from course_utils.core.questions import Question
-from course_utils.drills.cue_solvers import SOLVERS, credit, solver_scores, table
+from course_utils.drills.answer_cues import SOLVERS, credit, solver_scores, table
 
 BAR = 0.10
 
