@@ -47,22 +47,27 @@ def quiet_news(app_dir: Path | None = None) -> Path | None:
 
 def _lab(args) -> int:
     """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
-    never overwritten), so running it leaves notebooks/ as it is."""
-    from course_utils.course.widgets import write_lab_css
-    from course_utils.course.workspace import start_lesson, workspace_dir
+    never overwritten), so running it leaves notebooks/ as it is. The server runs with the course's
+    settings (``hub.course_environment``): ``course`` works in its cells and terminals, and the
+    URL it prints (``--no-browser``) opens lesson 00."""
+    from urllib.parse import quote
+
+    from course_utils.course.hub import course_environment
+    from course_utils.course.workspace import start_lesson
 
     root = course_root()
     quiet_news()
     lesson = start_lesson("00", root=root)[0]
     top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
-    css = write_lab_css(workspace_dir(root) / ".lab-css")  # printed reports wrap at word boundaries
+    start_url = "/lab/tree/" + quote(lesson.resolve().relative_to(top.resolve()).as_posix())
     cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
-           lesson.resolve().relative_to(top.resolve()).as_posix(),
-           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css.parent}", *args.jupyter_args]
+           f"--LabApp.default_url={start_url}", *args.jupyter_args]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
+    env = dict(os.environ)
+    course_environment(env)
     print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
-    return subprocess.call(cmd, cwd=top)
+    return subprocess.call(cmd, cwd=top, env=env)
 
 
 def _start(args) -> int:
@@ -81,11 +86,11 @@ def _start(args) -> int:
 
 
 def _existing_copies(lesson: str) -> set[Path]:
-    from course_utils.course.workspace import lesson_notebook, workspace_dir
+    from course_utils.course.workspace import exercise_copy, lesson_notebook, workspace_dir
 
-    name = lesson_notebook(course_root() / "notebooks", lesson).name
+    source = lesson_notebook(course_root() / "notebooks", lesson)
     here = workspace_dir(course_root())
-    return {p for p in (here / "lessons" / name, here / name) if p.exists()}
+    return {p for p in (here / "lessons" / source.name, exercise_copy(source, here)) if p.exists()}
 
 
 def _check(args) -> int:
