@@ -23,20 +23,19 @@ import shutil
 import sys
 
 from jupyter_core.paths import jupyter_config_dir
-from jupyter_server import DEFAULT_STATIC_FILES_PATH
 
 c = get_config()  # noqa: F821 - provided by Jupyter's config loader
 
 _tools = os.path.dirname(sys.executable)
 _path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
-if _path[:1] != [_tools]:
-    os.environ["PATH"] = os.pathsep.join([_tools, *_path])
+os.environ["PATH"] = os.pathsep.join([_tools, *(p for p in _path if p != _tools)])
 
 _shell = os.environ.get("SHELL") or shutil.which("sh") or "/bin/sh"
 c.ServerApp.terminado_settings = {"shell_command": [_shell]}
 
 c.LabApp.custom_css = True
-_custom = [os.path.join(jupyter_config_dir(), "custom"),  # the learner's own (jupyter_server's default)
-           os.path.join(os.path.dirname(os.path.abspath(__file__)), "custom"),  # the course's
-           os.path.join(DEFAULT_STATIC_FILES_PATH, "custom")]
+# jupyter_server's default is the learner's own folder, then a "custom" folder of its static files
+# that jupyter_server 2 does not ship; the course's folder takes that place.
+_custom = [os.path.join(jupyter_config_dir(), "custom"),
+           os.path.join(os.path.dirname(os.path.abspath(__file__)), "custom")]
 c.ServerApp.tornado_settings = {"static_custom_path": _custom}  # what /custom/ serves (web app setting)
