@@ -174,6 +174,7 @@ def test_the_readme_lab_takes_a_learner_from_lesson_00_onwards_with_course_worki
         page.evaluate("() => window.jupyterapp.commands.execute('terminal:create-new')")
         poll(page, lambda: page.evaluate(f"() => !!({NOTEBOOK}.content && {NOTEBOOK}.content._term)"),
              "no terminal opened")
+        poll(page, lambda: terminal_text(page).strip(), "the terminal never showed its prompt")
         page.locator(".jp-Terminal").last.click()
         page.keyboard.type("course start 02\n")
         shown = poll(page, lambda: (t := terminal_text(page)) and "Open them in JupyterLab" in t and t,
