@@ -50,7 +50,8 @@ def count_outputs(nb, mime: str) -> int:
 
 
 def answer_quiz(page) -> str:
-    """Pick the first choice of every question, press Submit, return the feedback text."""
+    """Pick the first choice of every question, press Submit, return the feedback text; then ask
+    for another form and wait until other questions are shown."""
     quiz = page.locator(".jp-OutputArea-output .widget-vbox").filter(
         has=page.locator("button:has-text('Submit')")).last
     for group in quiz.locator(".widget-radio-box").all():
@@ -58,7 +59,12 @@ def answer_quiz(page) -> str:
     quiz.locator("button:has-text('Submit')").click()
     feedback = quiz.locator(".widget-output")
     feedback.locator("text=Score:").wait_for(timeout=WAIT_MS)
-    return feedback.inner_text()
+    text = feedback.inner_text()
+    before = quiz.locator(".widget-html").all_inner_texts()
+    quiz.locator("button:has-text('Another form')").click()
+    poll(page, lambda: quiz.locator(".widget-html").all_inner_texts() not in ([], before),
+         "Another form did not show other questions")
+    return text
 
 
 @pytest.mark.slow
