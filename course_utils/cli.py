@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from course_utils.core.errors import CourseError, course_root
 from course_utils.core.registry import UnknownId
+from course_utils.course.lab import NEWS_SETTING, quiet_news  # noqa: F401 - importable from here as before
 
 
 def _doctor(args) -> int:
@@ -19,50 +19,11 @@ def _doctor(args) -> int:
     return doctor.main()
 
 
-NEWS_SETTING = ("@jupyterlab/apputils-extension:notification", "fetchNews")
-NEWS_OVERRIDE = "mps-detective.json"  # the course's own file among JupyterLab's settings overrides
-
-
-def quiet_news(app_dir: Path | None = None) -> Path | None:
-    """Answer JupyterLab's "get notified about official Jupyter news?" prompt with no, before it
-    is asked: a default in the lab's ``settings/overrides.d`` (read at start-up; no network call;
-    a choice the learner makes in Settings still wins). ``app_dir``: JupyterLab's application
-    folder (default: this environment's). Returns the file, or None where it cannot be written."""
-    import json
-
-    from course_utils.core.files import write_atomically
-
-    if app_dir is None:
-        from jupyterlab.commands import get_app_dir
-
-        app_dir = Path(get_app_dir())
-    plugin, key = NEWS_SETTING
-    path = Path(app_dir) / "settings" / "overrides.d" / NEWS_OVERRIDE
-    try:
-        write_atomically(path, json.dumps({plugin: {key: "false"}}, indent=2))
-    except OSError:  # a read-only, shared environment: JupyterLab then asks once, as it always did
-        return None
-    return path
-
-
 def _lab(args) -> int:
-    """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
-    never overwritten), so running it leaves notebooks/ as it is."""
-    from course_utils.course.widgets import write_lab_css
-    from course_utils.course.workspace import start_lesson, workspace_dir
+    """``course lab``: JupyterLab at the learner's own copy of lesson 00 (``course.lab.open_lab``)."""
+    from course_utils.course import lab
 
-    root = course_root()
-    quiet_news()
-    lesson = start_lesson("00", root=root)[0]
-    top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
-    css = write_lab_css(workspace_dir(root) / ".lab-css")  # printed reports wrap at word boundaries
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
-           lesson.resolve().relative_to(top.resolve()).as_posix(),
-           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css.parent}", *args.jupyter_args]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
-    print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
-    return subprocess.call(cmd, cwd=top)
+    return lab.open_lab(args.jupyter_args)
 
 
 def _start(args) -> int:
@@ -81,11 +42,11 @@ def _start(args) -> int:
 
 
 def _existing_copies(lesson: str) -> set[Path]:
-    from course_utils.course.workspace import lesson_notebook, workspace_dir
+    from course_utils.course.workspace import exercise_copy, lesson_notebook, workspace_dir
 
-    name = lesson_notebook(course_root() / "notebooks", lesson).name
+    source = lesson_notebook(course_root() / "notebooks", lesson)
     here = workspace_dir(course_root())
-    return {p for p in (here / "lessons" / name, here / name) if p.exists()}
+    return {p for p in (here / "lessons" / source.name, exercise_copy(source, here)) if p.exists()}
 
 
 def _check(args) -> int:
