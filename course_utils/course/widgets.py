@@ -121,6 +121,10 @@ class Predict:
         return bundle(self.widget(), self.summary(), **kwargs)
 
 
-def predict(key: str, question: str, choices: list[str], answer: int) -> Predict:
-    """A predict-then-run prompt (``Predict``) for a lesson's key prediction."""
-    return Predict(key, question, choices, answer)
+def predict(key: str) -> Predict:
+    """The predict-then-run prompt ``key`` ("05.view_of_T"): its question, choices and answer
+    come from the course's bank, so the lesson's cell holds only the id."""
+    from course_utils.bank.predictions import get
+
+    found = get(key)
+    return Predict(found.key, found.question, list(found.choices), found.answer)
