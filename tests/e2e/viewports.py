@@ -45,6 +45,9 @@ PROBLEMS = """(fitClass) => {
         }
         for (const el of box.querySelectorAll('.widget-hbox, .widget-vbox, pre')) {
             if (!shown(el)) continue;
+            // a box that scrolls sideways holds its wide content (a diff's long lines)
+            const scrolls = ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+            if (scrolls && el.getBoundingClientRect().right <= area.right + 1) continue;
             const right = el.getBoundingClientRect().right;
             if (el.scrollWidth > el.clientWidth + 1 || right > area.right + 1)
                 problems.push(`"${name(el)}" overflows: ${el.scrollWidth} px of content in `
@@ -75,6 +78,37 @@ PROBLEMS = """(fitClass) => {
     }
     return problems;
 }"""
+
+
+# Every line of every shown diff is one visual line, so each carries its +/- marker: the number
+# of distinct line tops of the diff's text equals its number of non-empty lines.
+DIFF_LINES = """(diffClass) => {
+    const problems = [];
+    for (const pre of document.querySelectorAll(`.jp-OutputArea-output pre.${diffClass}`)) {
+        if (pre.offsetParent === null) continue;
+        const lines = pre.textContent.split('\\n').filter(line => line.length > 0);
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
+            .map(r => Math.round(r.top)));
+        if (tops.size !== lines.length)
+            problems.push(`a diff of ${lines.length} lines is drawn on ${tops.size} lines `
+                          + `(${pre.clientWidth} px wide, ${pre.scrollWidth} px of content)`);
+    }
+    return problems;
+}"""
+
+
+def diff_problems(page) -> dict[str, list[str]]:
+    """At each viewport, the diffs shown whose lines wrap (a visual line without its marker)."""
+    from course_utils.course.code_diff import DIFF_CLASS
+
+    found = {}
+    for size in VIEWPORTS:
+        page.set_viewport_size(size)
+        assert page.evaluate(SETTLED, size["width"])
+        found[f"{size['width']}x{size['height']}"] = page.evaluate(DIFF_LINES, DIFF_CLASS)
+    return found
 
 
 def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
