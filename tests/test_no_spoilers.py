@@ -193,3 +193,72 @@ def test_the_table_of_fixes_waits_for_every_card(fresh_kernel):
         assert "fix:" not in repr(taught_table())
     _answer(len(taught()))
     assert repr(taught_table()).count("fix:") == len(taught())
+
+
+def test_every_prediction_is_followed_by_its_experiment_held_until_the_lock_in():
+    for path in LESSONS:
+        cells = code_cells(path)
+        for i, cell in enumerate(cells):
+            for call in predict_calls_in(cell.source):
+                key = call.args[0].value
+                after = cells[i + 1].source if i + 1 < len(cells) else ""
+                assert f'after_predicting("{key}")' in after, \
+                    f"{path.name}: the cell after predict({key!r}) shows its result unheld"
+
+
+def predict_calls_in(source: str) -> list[ast.Call]:
+    tree = ast.parse(visible_code(source))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", None) == "predict"]
+
+
+@pytest.fixture
+def nothing_locked(monkeypatch, progress_home):
+    from course_utils.course import reveal
+
+    monkeypatch.setattr(reveal, "_LOCKED", set())
+    monkeypatch.setattr(reveal, "_ON_LOCK", {})
+
+
+def _held(monkeypatch, block):
+    """Run ``block`` under ``after_predicting("05.view_of_T")``; what it displayed."""
+    from course_utils.course import reveal
+
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    with reveal.after_predicting("05.view_of_T"):
+        block()
+    return shown
+
+
+def test_a_result_is_held_until_its_prediction_is_locked_in_then_opens(nothing_locked, monkeypatch,
+                                                                       capsys):
+    import torch
+
+    from course_utils.course.reveal import SHOW, Held
+    from course_utils.course.widgets import predict
+
+    t = torch.arange(12.).reshape(3, 4)
+    shown = _held(monkeypatch, lambda: print("before the error") or t.T.view(-1))
+    assert capsys.readouterr().out == ""  # nothing printed past the hold
+    held, = shown
+    assert isinstance(held, Held) and "before the error" in held.text
+    assert held.text.splitlines()[-1].startswith("RuntimeError: view size is not compatible")
+    assert held._repr_mimebundle_()["text/plain"] == held.text.rstrip("\n")
+    held.widget()
+    note, press, result = held.controls
+    assert press.description == SHOW and result.value == ""
+    prompt = predict("05.view_of_T").widget()
+    prompt.children[1].index = 1
+    prompt.children[2].children[0].click()  # Lock in
+    assert "RuntimeError" in result.value and press.layout.display == "none"
+    assert _held(monkeypatch, lambda: print("now")) == []  # locked: printed as it runs
+    assert capsys.readouterr().out == "now\n"
+
+
+def test_the_show_button_opens_a_held_result_without_a_prediction(nothing_locked, monkeypatch):
+    held, = _held(monkeypatch, lambda: print("42"))
+    held.widget()
+    _, press, result = held.controls
+    press.click()
+    assert "42" in result.value

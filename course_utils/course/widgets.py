@@ -73,7 +73,8 @@ def bundle(widget, text: str, **kwargs) -> dict:
 
 class Predict:
     """Predict, then run: the learner picks an answer and locks it in before the next cell shows
-    what happens. Nothing waits for the click, so Run All goes on; the choice, and whether it was
+    what happens. Nothing waits for the click, so Run All goes on, and the next cell's result
+    stays held until the lock-in (``course_utils.course.reveal``); the choice, and whether it was
     right, is kept in progress under ``predictions``. Display it as a cell's last expression."""
 
     def __init__(self, key: str, question: str, choices: list[str], answer: int):
@@ -89,8 +90,11 @@ class Predict:
         with progress.update() as data:
             entry = data.setdefault("predictions", {}).setdefault(self.key, {"attempts": 0})
             entry.update(attempts=entry["attempts"] + 1, choice=self.choices[index], right=right)
+        from course_utils.course.reveal import lock
+
+        lock(self.key)  # a result already run below opens now (``after_predicting``)
         return (f"Locked in: {self.choices[index]}. Now run the next cell and compare "
-                "(the answer is below it).")
+                "(if it ran already, its result is open now).")
 
     def summary(self) -> str:
         """The stable text that stands in for the widget outside a browser (nbval, terminals)."""
