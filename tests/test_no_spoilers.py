@@ -147,18 +147,18 @@ def _answer(number: int) -> None:
 def test_a_worked_answer_shows_only_a_note_until_its_card_is_answered(fresh_kernel):
     from course_utils.course.worked import worked
 
-    example = worked(2)
+    example = worked(2, run=False)
     drill = example.drill
     data = example._repr_mimebundle_()
     assert "text/html" not in data and "card 2" in data["text/plain"]
     for secret in (drill.id, drill.title, "+++ fixed"):
         assert secret not in data["text/plain"] and secret not in repr(example)
     _answer(1)  # another card does not open it
-    assert "text/html" not in worked(2)._repr_mimebundle_()
+    assert "text/html" not in worked(2, run=False)._repr_mimebundle_()
     _answer(2)
-    opened = worked(2)._repr_mimebundle_()
+    opened = worked(2, run=False)._repr_mimebundle_()
     assert drill.title in opened["text/plain"] and "+++ fixed" in opened["text/plain"]
-    assert "<pre" in opened["text/html"] and drill.title in repr(worked(2))
+    assert "<pre" in opened["text/html"] and drill.title in repr(worked(2, run=False))
 
 
 def test_submitting_the_card_opens_the_worked_answer_already_displayed(fresh_kernel):
@@ -262,3 +262,10 @@ def test_the_show_button_opens_a_held_result_without_a_prediction(nothing_locked
     _, press, result = held.controls
     press.click()
     assert "42" in result.value
+
+
+def test_an_opened_worked_answer_measures_the_drill_both_ways(fresh_kernel):
+    from course_utils.course.worked import worked
+
+    text = worked(1).text()  # asked for from code, on purpose
+    assert "\nbuggy:" in text and "\nfixed:" in text and "+++ fixed" in text
