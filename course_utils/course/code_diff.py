@@ -45,9 +45,11 @@ def diff_lines(before: str, after: str, context: int = CONTEXT) -> list[str]:
 DIFF_CLASS = "mpsd-diff"
 # Each line of a diff keeps its +/- marker on screen: the lines never wrap (a wrapped trailing
 # comment would start a visual line with no marker); a line wider than the output scrolls
-# sideways inside the diff's own box instead. Inline styles, so no stylesheet is needed.
+# sideways inside the diff's own box instead. ``contain: inline-size`` keeps its long lines from
+# widening the widget around it (a flex item grows to its content's width otherwise). Inline
+# styles, so no stylesheet is needed.
 DIFF_STYLE = ("white-space: pre; word-break: normal; overflow-wrap: normal; overflow-x: auto; "
-              "max-width: 100%; box-sizing: border-box; line-height: 1.3")
+              "contain: inline-size; max-width: 100%; box-sizing: border-box; line-height: 1.3")
 
 
 def diff_html(lines: list[str]) -> str:

@@ -164,6 +164,7 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     from course_utils.course.bugcard import LETTERS  # imports torch: only when the test runs
     from course_utils.course.bugcard import card as bug_card
     from course_utils.course.code_diff import FixDiff
+    from course_utils.course.worked import SHOW
 
     page = run_lesson("07_training_bugs.ipynb").page
     card = page.locator(".jp-OutputArea-output .widget-vbox").filter(
@@ -200,15 +201,23 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     assert "+" in diff and "optimizer.zero_grad()" in diff
     for part in (diff, f"Why: {plain(expected.why)}"):
         assert " ".join(part.split()) in shown, f"{part!r} is not in the revealed text"
-    # the worked answer under the card opened when the card was submitted; no diff line wraps
-    worked = page.locator(".jp-OutputArea-output .mpsd-gated").first
+    # the worked answer under the card opened when the card was submitted; the widest worked
+    # answer (card 4: 95 characters) opens with its button; no diff line wraps at any width
+    gated = page.locator(".jp-OutputArea-output .mpsd-gated")
+    worked = gated.first
     expect(worked).to_contain_text(expected.title, timeout=WAIT_MS)
     expect(worked.locator("pre.mpsd-diff")).to_contain_text("+++ fixed", timeout=WAIT_MS)
+    widest = gated.nth(next(i for i, text in enumerate(gated.all_inner_texts())
+                            if "answer card 4 above" in text))  # by position: its note goes
+    bring_into_view(widest)
+    widest.get_by_role("button", name=SHOW, exact=True).click()
+    expect(widest.locator("pre.mpsd-diff")).to_contain_text("+++ fixed", timeout=WAIT_MS)
     try:
-        wrapped = diff_problems(page)
+        wrapped, overflowed = diff_problems(page)
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})  # the widget tests' size
     assert wrapped == {size: [] for size in wrapped}, f"diff lines that wrap: {wrapped}"
+    assert overflowed, "no diff was wider than its box: the check met no line that could wrap"
 
 
 @pytest.mark.slow

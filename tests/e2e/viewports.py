@@ -80,35 +80,36 @@ PROBLEMS = """(fitClass) => {
 }"""
 
 
-# Every line of every shown diff is one visual line, so each carries its +/- marker: the number
-# of distinct line tops of the diff's text equals its number of non-empty lines.
-DIFF_LINES = """(diffClass) => {
-    const problems = [];
-    for (const pre of document.querySelectorAll(`.jp-OutputArea-output pre.${diffClass}`)) {
-        if (pre.offsetParent === null) continue;
-        const lines = pre.textContent.split('\\n').filter(line => line.length > 0);
+# Every shown diff: its number of non-empty lines, the distinct line tops of its text (equal when
+# no line wraps, so each visual line carries its +/- marker), its width and its content's width.
+DIFF_LINES = """(diffClass) => [...document.querySelectorAll(`.jp-OutputArea-output pre.${diffClass}`)]
+    .filter(pre => pre.offsetParent !== null).map(pre => {
         const range = document.createRange();
         range.selectNodeContents(pre);
         const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
             .map(r => Math.round(r.top)));
-        if (tops.size !== lines.length)
-            problems.push(`a diff of ${lines.length} lines is drawn on ${tops.size} lines `
-                          + `(${pre.clientWidth} px wide, ${pre.scrollWidth} px of content)`);
-    }
-    return problems;
-}"""
+        return [pre.textContent.split('\\n').filter(line => line.length > 0).length, tops.size,
+                pre.clientWidth, pre.scrollWidth];
+    })"""
+NARROW = {"width": 640, "height": 900}  # narrower than any course page: the longest lines overflow
 
 
-def diff_problems(page) -> dict[str, list[str]]:
-    """At each viewport, the diffs shown whose lines wrap (a visual line without its marker)."""
+def diff_problems(page, sizes=(*VIEWPORTS, NARROW)) -> tuple[dict[str, list[str]], int]:
+    """At each size, the diffs shown whose lines wrap (a visual line without its marker), and how
+    many diffs were wider than their box somewhere (so the check met a line that could wrap)."""
     from course_utils.course.code_diff import DIFF_CLASS
 
-    found = {}
-    for size in VIEWPORTS:
+    found, overflowed = {}, 0
+    for size in sizes:
         page.set_viewport_size(size)
         assert page.evaluate(SETTLED, size["width"])
-        found[f"{size['width']}x{size['height']}"] = page.evaluate(DIFF_LINES, DIFF_CLASS)
-    return found
+        diffs = page.evaluate(DIFF_LINES, DIFF_CLASS)
+        assert diffs, "no diff is shown"
+        found[f"{size['width']}x{size['height']}"] = [
+            f"a diff of {lines} lines is drawn on {tops} lines ({width} px wide, {content} px of "
+            "content)" for lines, tops, width, content in diffs if tops != lines]
+        overflowed += sum(content > width for _, _, width, content in diffs)
+    return found, overflowed
 
 
 def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
