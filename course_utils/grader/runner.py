@@ -220,14 +220,33 @@ def call_all(fn, cases: list, step: float) -> dict:
             for args, kwargs in cases:
                 args, kwargs = copy.deepcopy((args, kwargs))
                 try:
-                    outcomes.append({"value": encode(fn(*args, **kwargs))})
+                    outcome = {"value": encode(fn(*args, **kwargs))}
                 except StepTimeout:
                     raise
                 except BaseException as err:  # noqa: BLE001 - the error is the outcome graded
-                    outcomes.append({"error": _error(err)})
+                    outcome = {"error": _error(err)}
+                outcomes.append(_with_state(outcome, args, kwargs))
     except StepTimeout:
         return {"state": "ran", "outcomes": outcomes, "timeout_at": len(outcomes)}
     return {"state": "ran", "outcomes": outcomes, "timeout_at": None}
+
+
+def _with_state(outcome: dict, args: tuple, kwargs: dict) -> dict:
+    """What ``check()`` sees besides the value: the inputs as the call left them (a judge compares
+    them with the case's) and whether it left gradients switched off (then switched back on, as
+    ``check()``'s judge does)."""
+    import torch
+
+    from course_utils.grader.wire import encode
+
+    try:
+        outcome["inputs"] = encode([list(args), dict(kwargs)])
+    except Exception:  # noqa: BLE001, S110 - inputs that cannot be sent: judged without them
+        pass
+    if not torch.is_grad_enabled():
+        outcome["grad_off"] = True
+        torch.set_grad_enabled(True)
+    return outcome
 
 
 def _line(record: dict) -> str:

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from course_utils.grader import wire_numpy
+
 MAX_DEPTH = 64
 MAX_TENSOR_BYTES = 64 * 2**20  # tensor memory one decoded value may take in the grading process
 MAX_ELEMENTS = 2**26  # elements of one tensor (an expanded view costs no memory but costs time)
@@ -106,6 +108,9 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"t": "opaque", "type": type(value).__name__, "repr": "<nested too deeply>"}
     if value is None or type(value) is bool:
         return value
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):  # np.float64 is a float, np.bool_ is not
+        return wire_numpy.encode(value, numpy, _opaque, MAX_TENSOR_BYTES)
     if isinstance(value, int):
         number = int.__int__(value)
         return number if abs(number) < 2**63 else {"t": "int", "hex": hex(number)}
@@ -125,12 +130,16 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"t": "device", "name": str(value)}
     if type(value) is torch.Size:
         return {"t": "size", "v": [int(n) for n in value]}
-    if type(value) in (list, tuple, set, frozenset):
-        items = sorted(value, key=repr) if type(value) in (set, frozenset) else value
-        return {"t": type(value).__name__, "v": [encode(v, depth + 1) for v in items]}
-    if isinstance(value, dict):
-        return {"t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)]
-                                   for k, v in dict.items(value)]}
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return wire_numpy.encode(value, numpy, _opaque, MAX_TENSOR_BYTES)
+    kind = next((k for k in (list, tuple, set, frozenset, dict) if isinstance(value, k)), None)
+    if kind is not None:
+        items = sorted(value, key=repr) if kind in (set, frozenset) else kind.__iter__(value)
+        out = {"t": kind.__name__, "v": [encode(v, depth + 1) for v in items]} if kind is not dict else {
+            "t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]}
+        if type(value) is not kind:  # a namedtuple, an OrderedDict: a stand-in subclass of its base
+            out["class"] = type(value).__name__
+        return out
     if isinstance(value, torch.nn.Module):
         return _module(value)
     return _opaque(value)
@@ -141,10 +150,11 @@ def _module(module: torch.nn.Module) -> dict:
     try:
         params = [[n, _tensor(p)] for n, p in module.named_parameters()]
         buffers = [[n, _tensor(b)] for n, b in module.named_buffers() if b is not None]
+        modes = [[n, bool(m.training)] for n, m in module.named_modules()][:10_000]
     except BaseException:  # noqa: BLE001 - a hostile module: send what it looks like only
         return _opaque(module)
     return {"t": "module", "type": type(module).__name__, "training": bool(module.training),
-            "params": params, "buffers": buffers}
+            "params": params, "buffers": buffers, "modes": modes}
 
 
 def _mro_names(kind: type) -> list[str]:
@@ -214,17 +224,33 @@ def _decode_tensor(obj: dict, budget: _Budget) -> torch.Tensor:
     return t
 
 
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "dict": dict}
+
+
+@lru_cache(maxsize=256)
+def _subclass(name: str, base: type) -> type:
+    return type(name, (base,), {"__module__": "submission"})
+
+
+def _container(tag: str, obj: dict) -> type:
+    """The builtin container, or a stand-in subclass named as the submission's (a namedtuple is
+    still not a plain tuple; its fields are not carried)."""
+    base = CONTAINERS[tag]
+    return base if "class" not in obj else _subclass(_safe_name(obj["class"], base.__name__), base)
+
+
 def _decode_tagged(obj: dict, depth: int, budget: _Budget) -> Any:
     tag, items = obj.get("t"), obj.get("v")
     if tag in ("list", "tuple", "set", "frozenset"):
         if not isinstance(items, list):
             raise WireError(f"bad {tag}")
         values = [decode(v, depth + 1, budget) for v in items]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](values)
+        return _container(tag, obj)(values)
     if tag == "dict":
         if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
             raise WireError("bad dict")
-        return {decode(k, depth + 1, budget): decode(v, depth + 1, budget) for k, v in items}
+        return _container(tag, obj)((decode(k, depth + 1, budget), decode(v, depth + 1, budget))
+                                    for k, v in items)
     if tag == "tensor":
         return _decode_tensor(obj, budget)
     if tag == "dtype":
@@ -246,6 +272,8 @@ def _decode_tagged(obj: dict, depth: int, budget: _Budget) -> Any:
         return base64.b64decode(str(obj.get("b64", "")), validate=True)
     if tag == "module":
         return _decode_module(obj, budget)
+    if tag == "numpy":
+        return wire_numpy.decode(obj, budget.take, _ints, WireError, MAX_ELEMENTS)
     if tag == "opaque":
         return _opaque_class(_safe_name(obj.get("type"), "object"))(_clip(str(obj.get("repr")), 200))
     raise WireError(f"unknown tag {tag!r}")
@@ -283,6 +311,8 @@ def _decode_module(obj: dict, budget: _Budget) -> torch.nn.Module:
                 tensor = torch.nn.Parameter(tensor, requires_grad=tensor.requires_grad)
             getattr(owner, register)(leaf, tensor)
     root.train(obj.get("training") is True)
+    if "modes" in obj:
+        wire_numpy.set_modes(root, obj["modes"], _owner, WireError)
     return root
 
 
