@@ -27,7 +27,7 @@ from course_utils.grader.gradebook import Row
 from course_utils.grader.judging import Prepared, Verdict
 from course_utils.grader.sandbox import Limits, RunStatus, Sandbox, pickle_cases
 from course_utils.grader.submissions import Submission, find, flag_copies, load
-from course_utils.grader.text import clean
+from course_utils.grader.text import clean, name_text
 
 PENDING = "not graded yet: the run is in progress (or the grader was stopped before this row)"
 INTERRUPTED = "not graded: the run was interrupted (Ctrl-C) before this submission finished"
@@ -162,11 +162,13 @@ def grade(paths: list[str | Path], options: Options = Options(),
         raise CourseError("course grade needs Linux or macOS (process groups and resource limits)")
     started = time.monotonic()
     seed = options.seed if options.seed is not None else secrets.randbits(32)
-    found = find(paths)
+    unsearched: list = []
+    found = find(paths, unsearched)
     subs = [load(f.path, f.name, options.lesson, f.root) for f in found]
     roots = sorted({f.root for f in found})
     graded = Graded([Row(s.name, s.lesson, note=PENDING, graded=False) for s in subs], [], seed, 0.0,
                     status="in progress")
+    graded.rows += _unsearched_rows(unsearched, found)
     try:
         if options.flag_copies:
             flag_copies(subs, roots)
@@ -186,6 +188,21 @@ def grade(paths: list[str | Path], options: Options = Options(),
     graded.rows.sort(key=lambda r: r.name)
     graded.elapsed_s = time.monotonic() - started
     return graded
+
+
+UNSEARCHED = "folder not searched: {why}; a notebook in it has no row of its own"
+
+
+def _unsearched_rows(unsearched: list, found: list) -> list[Row]:
+    """One row per folder the walk did not (fully) search (``walk``): named like the notebooks'
+    rows, ending in ``/``, with the reason in its note."""
+    base = os.path.commonpath([str(f.path.parent) for f in found]) if found else None
+    rows = []
+    for part in unsearched:
+        where = os.path.relpath(part.path, base) if base else str(part.path)
+        rows.append(Row(name_text(Path(where).as_posix()) + "/", None,
+                        note=clean(UNSEARCHED.format(why=part.why), 500)))
+    return rows
 
 
 def _report(progress, graded: Graded) -> None:

@@ -30,6 +30,22 @@ def previous_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}.previous{path.suffix}")
 
 
+def _write_over(path: Path, text: str) -> None:
+    """``write_atomically``; a folder found where the file goes (made during the run) is first
+    moved aside to ``NAME.in-the-way-N`` (and said so on stderr), so the file is still written."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        import sys
+
+        for n in range(1, 1000):
+            aside = path.with_name(f"{path.name}.in-the-way-{n}")
+            if not os.path.lexists(aside):
+                os.replace(path, aside)
+                print(f"course grade: a folder was in the way of {clean(str(path))}: moved to "
+                      f"{clean(str(aside))}", file=sys.stderr)
+                break
+    write_atomically(path, text)
+
+
 class GradebookFiles:
     """The CSV at ``out``, the HTML page beside it and the JSON at ``json_path`` (optional)."""
 
@@ -61,12 +77,12 @@ class GradebookFiles:
         if status is not None:
             meta["status"] = status
         stats = report.summarise(graded.rows, graded.ids)
-        write_atomically(self.out, gradebook.csv_text(graded.rows, graded.ids))
-        write_atomically(self.page, report.html_page(stats, graded.rows, meta, chart=chart))
+        _write_over(self.out, gradebook.csv_text(graded.rows, graded.ids))
+        _write_over(self.page, report.html_page(stats, graded.rows, meta, chart=chart))
         if self.json_path is not None:
-            write_atomically(self.json_path, gradebook.json_text(graded.rows, graded.ids, meta))
+            _write_over(self.json_path, gradebook.json_text(graded.rows, graded.ids, meta))
         if self.lms is not None:
-            write_atomically(self.lms.path, self.lms.text(graded))
+            _write_over(self.lms.path, self.lms.text(graded))
         self.written_at = time.monotonic()
 
     def progress(self, graded, options) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from course_utils.grader import isolation, procs
 from course_utils.grader.results import read_results, read_results_fd  # noqa: F401 - read_results re-exported
+from course_utils.grader.tidy import remove_tree
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 TOKEN_VAR = "MPS_DETECTIVE_GRADING"
@@ -190,7 +191,7 @@ class Sandbox:
         finally:
             if results >= 0:
                 os.close(results)
-            shutil.rmtree(workdir, ignore_errors=True)
+            remove_tree(workdir)  # whatever the submission left (any depth), never raises
             (workdir.parent / f"{workdir.name}.jail.json").unlink(missing_ok=True)
 
     def _supervise(self, spec_path: Path, token: str) -> RunStatus:
@@ -276,7 +277,7 @@ class Sandbox:
         killed = self.final_sweep()
         if self.reap_orphans:
             procs.become_subreaper(False)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        remove_tree(self.run_dir)
         return killed
 
     def interrupt(self) -> None:
