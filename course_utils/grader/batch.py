@@ -47,6 +47,7 @@ class Options:
     reap_orphans: bool = True  # adopt orphans during the run (see sandbox); off again after it
     isolation: str = "auto"  # "auto", "namespaces" or "guards" (see isolation.py)
     flag_copies: bool = True  # a submission whose code is exactly a course notebook's is not graded
+    private: tuple[str, ...] = ()  # files written while submissions run (the gradebook): out of their reach
 
 
 @dataclass
@@ -238,7 +239,7 @@ def _grade_all(subs, preps, blobs, broken, graded: Graded, options: Options, roo
             to_run.append(index)
     if to_run:
         sandbox = Sandbox(options.limits, reap_orphans=options.reap_orphans, isolate=options.isolation,
-                          class_roots=[str(r) for r in roots])
+                          class_roots=[str(r) for r in roots], private=options.private)
         graded.isolation = sandbox.isolation.describe()
         try:
             _run_all([(i, subs[i]) for i in to_run], preps, blobs, sandbox, options, done,

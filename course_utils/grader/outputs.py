@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from course_utils.core.files import write_atomically
@@ -143,6 +144,7 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
     # job of a script: POSIX shells start those so, and Python then leaves it ignored)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        options = replace(options, private=tuple(str(p) for p in files.paths))
         graded = grade(paths, options, progress=lambda table: files.progress(table, options))
     except KeyboardInterrupt:
         print("course grade: interrupted while reading the class: nothing was graded", file=sys.stderr)

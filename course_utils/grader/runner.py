@@ -274,7 +274,9 @@ def main(workdir: str) -> None:
     torch.set_num_threads(1)
     neutralise_checks()
     cases = load_cases(Path(workdir, "cases.pkl").read_bytes())  # written by the grader
-    results = open(Path(workdir, "results.jsonl"), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    # the results go to the descriptor the grader handed over (a file with no name: nothing another
+    # process could find by path, nothing to forge a classmate's results in)
+    results = os.fdopen(plan["results_fd"], "w", encoding="utf-8", buffering=1)
     if sys.stdin.buffer.read(2) != b"go":  # the supervisor has not recorded our pid: do nothing
         os._exit(71)
     sources, step = plan["cells"], plan["step_timeout"]
