@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -95,6 +96,7 @@ def test_is_a_folder_chain_of_any_depth_removed_without_following_links(tmp_path
 
 CHAIN = """
 import os
+import subprocess
 fd = os.open(".", os.O_RDONLY)
 for _ in range(1100):  # past the recursion limit and, by path, past PATH_MAX
     os.mkdir("ddd", dir_fd=fd)
@@ -132,3 +134,75 @@ def test_is_the_gradebook_written_where_a_folder_was_put_in_its_way(tmp_path):
     assert out.is_file() and "alice/01_a.ipynb" in out.read_text()
     assert json.loads((tmp_path / "details.json").read_text())["submissions"][0]["submission"]
     assert (tmp_path / "gradebook.csv.in-the-way-1" / "inside").is_dir()
+
+
+# --- what a jailed submission sees: everything read-only, nothing of the run or another run -------
+
+VIEW = r'''
+import json, os, sys
+work, home, others, outputs, classroom = sys.argv[1:6]
+def writes(folder):
+    try:
+        with open(os.path.join(folder, "planted.py"), "w") as fh:
+            fh.write("x = 1")
+        return True
+    except OSError:
+        return False
+def sees(folder):
+    try:
+        return sorted(os.listdir(folder))
+    except OSError:
+        return []
+print(json.dumps({
+    "writes": {name: writes(folder) for name, folder in [
+        ("work", work), ("home", home), ("stdlib", os.path.dirname(os.__file__)),
+        ("environment", sys.prefix), ("interpreter", os.path.dirname(os.path.realpath(sys.executable)))]},
+    "another run": sees(others), "gradebook folder": sees(outputs), "class": sees(classroom),
+    "fds": sorted(os.listdir("/proc/self/fd"))}))
+'''
+
+
+@pytest.mark.parametrize("tool", ["bwrap", "jail"])
+def test_does_the_jail_show_everything_read_only_and_nothing_of_the_run_or_another_run(tmp_path, monkeypatch,
+                                                                                      tool):
+    from course_utils.grader import bwrap, isolation
+
+    if tool == "jail":  # the built-in jail, where bubblewrap is not installed
+        monkeypatch.setattr(bwrap, "binary", lambda: None)
+
+    tmp = tmp_path / "tmp"  # TMPDIR of two runs at once
+    run, other = tmp / "course-grade-this", tmp / "course-grade-other"
+    for folder in (run / "submission-1", other / "submission-1"):
+        folder.mkdir(parents=True)
+    (other / "submission-1" / "plan.json").write_text("{}")
+    outputs, classroom = tmp_path / "marks", tmp_path / "class"
+    outputs.mkdir()
+    (outputs / "gradebook.csv").write_text("alice,expected 42")
+    classroom.mkdir()
+    (classroom / "01_alice.ipynb").write_text("{}")
+    iso = isolation.choose("auto", [str(classroom)], run, [str(outputs / "gradebook.csv")])
+    if iso.mode != "namespaces":
+        pytest.skip(f"no namespaces here: {iso.reason}")
+    assert iso.tool == tool
+    work = run / "submission-1"
+    argv = [sys.executable, "-I", "-c", VIEW, str(work), os.path.expanduser("~"), str(other), str(outputs),
+            str(classroom)]
+    command = iso.wrap(run / "jail.json", argv, [], str(work))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=work)
+    facts = json.loads(done.stdout)
+    assert facts["writes"] == {"work": True, "home": False, "stdlib": False, "environment": False,
+                               "interpreter": False}, (iso.tool, done.stderr)
+    assert facts["another run"] == facts["gradebook folder"] == facts["class"] == []
+    assert not (outputs / "planted.py").exists()
+
+
+def test_does_a_submission_write_its_results_to_a_file_no_path_leads_to(tmp_path):
+    from course_utils.grader.sandbox import _unnamed_file
+
+    fd = _unnamed_file(tmp_path)
+    try:
+        os.write(fd, b'{"event": "done"}\n')
+        assert os.listdir(tmp_path) == []  # nothing another run's submission could append to
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)

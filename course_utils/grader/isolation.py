@@ -54,7 +54,10 @@ def references() -> list[str]:
     root = checkout()
     if root is not None:
         found.append(root)
-    return [str(p) for p in found]
+    beside = Path(sys.prefix).resolve().parent  # a checkout the environment lives in (another copy)
+    if (beside / "solutions").is_dir() and (beside / "course_utils" / "bank").is_dir():
+        found.append(beside)
+    return sorted({str(p) for p in found})
 
 
 def copy_package(run_dir: Path) -> Path:
