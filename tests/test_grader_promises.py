@@ -206,3 +206,21 @@ def test_does_a_submission_write_its_results_to_a_file_no_path_leads_to(tmp_path
         assert os.fstat(fd).st_nlink == 0
     finally:
         os.close(fd)
+
+
+def test_is_a_notebook_whose_shape_would_cost_gigabytes_refused_before_it_is_parsed(tmp_path):
+    from course_utils.grader import submissions
+
+    many = tmp_path / "01_many.ipynb"  # 100,001 empty objects: about 60 MB to validate, 300 KB on disk
+    many.write_text('{"cells": [' + ",".join(["{}"] * (submissions.MAX_CONTAINERS + 1)) + "]}")
+    deep = tmp_path / "01_deep.ipynb"
+    deep.write_text('{"cells": [], "metadata": {"x": ' + "[" * 250 + "]" * 250 + "}}")
+    braces_in_text = empty_nb(tmp_path / "01_text.ipynb")  # brackets inside strings are text
+    nb = nbformat.read(braces_in_text, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("x = " + "[" * 300 + "]" * 300 + "  # {{{{ " * 2000))
+    nbformat.write(nb, braces_in_text)
+    assert "too many JSON objects" in submissions.load(many, many.name).malformed
+    assert "nested deeper than" in submissions.load(deep, deep.name).malformed
+    assert submissions.load(braces_in_text, braces_in_text.name).malformed is None
+    for course_nb in Path(submissions.__file__).resolve().parents[2].glob("*/*.ipynb"):
+        submissions.check_shape(course_nb.read_bytes())  # every notebook of the course passes

@@ -156,8 +156,33 @@ def read_capped(path: Path | str, cap: int | None = None, deadline_s: float = RE
         os.close(fd)
 
 
+MAX_CONTAINERS = 100_000  # JSON objects and arrays in one notebook (the course's largest: under 600)
+MAX_NESTING = 200  # levels of JSON nesting
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*+"|[{}\[\]]')  # a string (no backtracking), or a bracket
+
+
+def check_shape(raw: bytes) -> None:
+    """Refuse (ValueError) a notebook whose JSON holds more than ``MAX_CONTAINERS`` objects and
+    arrays or nests deeper than ``MAX_NESTING``, before any parser builds it: the validator needs
+    about 600 bytes per object, so 6.5 million ``{}`` in 20 MB would take about 4 GB of the
+    grader's memory (and minutes). The scan stops at the first limit passed."""
+    count = depth = 0
+    for match in _JSON_TOKEN.finditer(raw):
+        token = match.group()
+        if token in (b"{", b"["):
+            count, depth = count + 1, depth + 1
+            if count > MAX_CONTAINERS:
+                raise ValueError(f"too many JSON objects and arrays (over {MAX_CONTAINERS}): not read")
+            if depth > MAX_NESTING:
+                raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels: not read")
+        elif token in (b"}", b"]"):
+            depth -= 1
+
+
 def parse(raw: bytes):
-    """A validated notebook from bytes (``course check``'s reader: the same reasons, the same words)."""
+    """A validated notebook from bytes (``course check``'s reader: the same reasons, the same
+    words), refused first if its shape would cost the grader too much (``check_shape``)."""
+    check_shape(raw)
     return parse_notebook(raw)
 
 
@@ -233,6 +258,9 @@ def _read_into(sub: Submission, path: Path, root: Path) -> None:
         return
     try:
         nb = parse(raw)
+    except ValueError as err:
+        sub.malformed = str(err)
+        return
     except CourseError as err:
         sub.malformed = str(err)
         return
