@@ -141,7 +141,7 @@ def _run_notebooks(args) -> int:
     root = course_root()
     paths = [Path(p) for p in args.paths] or sorted(
         [*(root / "notebooks").glob("*.ipynb"), *(root / "solutions").glob("*.ipynb")])
-    changed = execute_all(paths, timeout=args.timeout)
+    changed = execute_all(paths, timeout=args.timeout, refresh=args.refresh)
     print(f"re-executed {len(paths)} notebooks; {len(changed)} changed")
     return 0
 
@@ -196,6 +196,13 @@ def _mutants(args) -> int:
     return 0 if all(not s.survivors and not s.stale for s in scores) else 1
 
 
+def _author_test(args) -> int:
+    """``course author-test ID``: one exercise, drill or watch check, and exactly its tests."""
+    from course_utils.course.author_loop import run
+
+    return run(args.subject)
+
+
 def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
     from course_utils.course.drill_cli import play_round
@@ -229,6 +236,8 @@ def parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run-notebooks", help="re-execute lessons and solutions, store outputs")
     rn.add_argument("paths", nargs="*", help="notebooks (default: notebooks/ and solutions/)")
     rn.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    rn.add_argument("--refresh", action="store_true", help="store every new output, also where it "
+                    "differs from the stored one only in timings, measured ratios or a plot's pixels")
     rn.set_defaults(fn=_run_notebooks)
     gr = sub.add_parser("grade", help="(instructors) grade a class's notebooks, each in a fresh, "
                         "limited process; write a gradebook and a class report")
@@ -276,6 +285,11 @@ def parser() -> argparse.ArgumentParser:
                         "declared equivalent, surviving")
     mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
     mu.set_defaults(fn=_mutants)
+    at = sub.add_parser("author-test", help="(authors) run exactly the tests and notebooks of one "
+                        "exercise, drill or watch check")
+    at.add_argument("subject", help="an exercise id (01.batch_bytes), a drill id "
+                    "(losses.double_softmax) or watch:KIND")
+    at.set_defaults(fn=_author_test)
     sub.add_parser("watch", add_help=False, help="run a training script unmodified and report silent "
                    "training bugs: course watch [--json F] [--html F] script.py [args...]")
     return p
