@@ -108,6 +108,7 @@ def make_heavy_class(folder: Path) -> None:
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
     size = int(HEAVY_MB * 2**20)
+    folder.mkdir(parents=True, exist_ok=True)
     big = new_notebook(cells=[new_code_cell("x = 1", outputs=[new_output("stream", text="y" * 60 * 2**20)])])
     nbformat.write(big, folder / "01_big.ipynb")
     (folder / "01_many_objects.ipynb").write_text('{"cells": [' + ",".join(["{}"] * (size // 3)) + "]}")
@@ -118,18 +119,21 @@ def make_heavy_class(folder: Path) -> None:
 
 PEAK = """
 import resource, sys
-from course_utils.grader import Limits, Options, grade
+from course_utils.grader import Limits, Options, grade, submissions
+if sys.argv[3] == "unbounded":  # the shape check off: what parsing costs without it
+    submissions.MAX_CONTAINERS = submissions.MAX_NESTING = 10**12
 options = Options(jobs=int(sys.argv[2]), seed=1, progress=False, flag_copies=False, limits=Limits(timeout=60))
 grade([sys.argv[1]], options)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
 """
 
 
-def peak_mb(folder: Path, jobs: int) -> int:
+def peak_mb(folder: Path, jobs: int, shape_check: bool = True) -> int:
     """The grading process's peak resident memory (MB) grading ``folder`` (its children apart)."""
     import subprocess
 
-    done = subprocess.run([sys.executable, "-W", "ignore", "-c", PEAK, str(folder), str(jobs)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", PEAK, str(folder), str(jobs),
+                           "bounded" if shape_check else "unbounded"], cwd=ROOT,
                           capture_output=True, text=True, check=True, env={**__import__("os").environ,
                                                                             "PYTHONPATH": str(ROOT)})
     return int(done.stdout.strip().splitlines()[-1])
@@ -146,6 +150,8 @@ def memory() -> None:
             base, worst = peak_mb(plain, jobs), peak_mb(heavy, jobs)
             print(f"--jobs {jobs}: peak RSS {base} MB for one plain submission, {worst} MB with the heavy "
                   f"files beside it ({worst / base:.2f}x)")
+        unbounded = peak_mb(heavy, 2, shape_check=False)
+        print(f"--jobs 2 without the shape check: {unbounded} MB ({unbounded / base:.2f}x)")
 
 
 def main() -> int:
