@@ -5,13 +5,15 @@
 folder and nothing of the course checkout on ``sys.path``. On top of that, one of two modes:
 
 - ``namespaces`` (Linux with user namespaces, the default where it works): the submission runs in
-  ``jail.py``'s namespaces, where the course checkout, the run's other folders and the class
-  folders are empty, ``/proc`` shows only its own processes, there is no network and it holds no
-  capability. Nothing it does in Python, native code or a child process can reach the references
-  or signal the grader.
+  bubblewrap's jail (``bwrap.py``) where ``bwrap`` is installed, else in ``jail.py``'s, each used
+  only if its probe sees the promised view: everything read-only but the work folder; the course
+  checkout, the class folders, the gradebook's folder and every grading run's folders empty;
+  ``/proc`` showing only its own processes; no network; no capability. Nothing it does in Python,
+  native code or a child process can reach the references or another run, or signal the grader.
 - ``guards`` (macOS; Linux without user namespaces; ``--isolation guards``): only the in-process
-  audit hook (``guard.py``) refuses to import the bank or open anything in the checkout. Native
-  code or a child process gets around it (the README's security model says so).
+  audit hook (``guard.py``) refuses to import the bank or open anything in the checkout, the
+  gradebook files or the grading runs' folder. Native code or a child process gets around it
+  (docs/security.md says so).
 """
 
 from __future__ import annotations

@@ -6,10 +6,12 @@ Run by path, like ``supervise.py`` (standard library only, no course package, no
 
 It puts COMMAND in new user, mount, PID and network namespaces:
 
-- every folder in ``hide`` (the course checkout, the class folders) is covered by an empty,
-  read-only tmpfs; the folders in ``keep`` that lie inside one (the Python environment, the
-  submission's work folder, the bank-less copy of ``course_utils``) are mounted back, and only the
-  work folder stays writable;
+- every folder in ``hide`` (the course checkout, the class folders, the gradebook's folder, the
+  folder of the grading runs, ``/tmp`` included) is covered by an empty, read-only tmpfs; the
+  folders in ``keep`` that lie inside one (the Python environment, the submission's work folder,
+  the bank-less copy of ``course_utils``) are mounted back;
+- with ``read_only`` every mount is then made read-only but the work folder (``$HOME``, the
+  interpreter and its standard library included), or the jail is not built;
 - a fresh ``/proc`` shows only the jail's own processes: the grader, the supervisor and every
   other process of the machine have no PID in there, so they can be neither found nor signalled,
   and ``/proc/PID/root`` cannot lead back to the real file system;

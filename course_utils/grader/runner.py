@@ -13,8 +13,9 @@ It executes the notebook's code cells one by one in a real IPython shell (the sa
 JupyterLab: magics, ``display``; an error or a runaway cell is recorded and the
 next cell still runs), finds each exercise's function (the name passed to ``check("ID", name)``,
 else the reference's name), calls it on the inputs the grader drew, and writes one JSON line per
-exercise with the encoded return values or exceptions. It never sees an expected value: the grader
-judges. A step (a cell, or one exercise's calls) that overruns its time is interrupted.
+exercise with the encoded return values or exceptions (and the inputs as each call left them),
+to the descriptor the grader handed over (a file with no name). It never sees an expected value:
+the grader judges. A step (a cell, or one exercise's calls) that overruns its time is interrupted.
 """
 
 from __future__ import annotations
