@@ -207,11 +207,12 @@ class Sandbox:
             for extra in (".jail.json", ".spec.json"):
                 (workdir.parent / f"{workdir.name}{extra}").unlink(missing_ok=True)
 
-    def _supervise(self, spec_path: Path, token: str, results: int) -> RunStatus:
+    def _supervise(self, spec_path: Path, token: str, results: int | None = None) -> RunStatus:
         with self.lock:
             sup = subprocess.Popen([sys.executable, "-E", "-s", str(SUPERVISOR), str(spec_path)],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True, pass_fds=(results,))
+                                   stderr=subprocess.PIPE, start_new_session=True,
+                                   pass_fds=() if results is None else (results,))
             self.live.add(sup.pid)
         try:
             hung, out, err = self._wait(sup)

@@ -161,8 +161,12 @@ MAX_NESTING = 200  # levels of JSON nesting
 _JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*+"|[{}\[\]]')  # a string (no backtracking), or a bracket
 
 
+class TooCostly(ValueError):
+    """A notebook whose JSON would cost the grader too much to build (``check_shape``)."""
+
+
 def check_shape(raw: bytes) -> None:
-    """Refuse (ValueError) a notebook whose JSON holds more than ``MAX_CONTAINERS`` objects and
+    """Refuse (TooCostly) a notebook whose JSON holds more than ``MAX_CONTAINERS`` objects and
     arrays or nests deeper than ``MAX_NESTING``, before any parser builds it: the validator needs
     about 600 bytes per object, so 6.5 million ``{}`` in 20 MB would take about 4 GB of the
     grader's memory (and minutes). The scan stops at the first limit passed."""
@@ -172,9 +176,9 @@ def check_shape(raw: bytes) -> None:
         if token in (b"{", b"["):
             count, depth = count + 1, depth + 1
             if count > MAX_CONTAINERS:
-                raise ValueError(f"too many JSON objects and arrays (over {MAX_CONTAINERS}): not read")
+                raise TooCostly(f"too many JSON objects and arrays (over {MAX_CONTAINERS}): not read")
             if depth > MAX_NESTING:
-                raise ValueError(f"JSON nested deeper than {MAX_NESTING} levels: not read")
+                raise TooCostly(f"JSON nested deeper than {MAX_NESTING} levels: not read")
         elif token in (b"}", b"]"):
             depth -= 1
 
@@ -258,7 +262,7 @@ def _read_into(sub: Submission, path: Path, root: Path) -> None:
         return
     try:
         nb = parse(raw)
-    except ValueError as err:
+    except TooCostly as err:
         sub.malformed = str(err)
         return
     except CourseError as err:
