@@ -139,19 +139,28 @@ def peak_mb(folder: Path, jobs: int, shape_check: bool = True) -> int:
     return int(done.stdout.strip().splitlines()[-1])
 
 
-def memory() -> None:
-    """Peak memory of the grading process: one plain submission, then the heavy class beside it."""
+def memory() -> list[dict]:
+    """Peak memory of the grading process, one plain submission alone and with the heavy files
+    beside it (--jobs 1 and 2), and with the shape check off (what the heavy files cost without it)."""
+    found = []
     with tempfile.TemporaryDirectory() as tmp:
         plain, heavy = Path(tmp) / "plain", Path(tmp) / "heavy"
         make_class(plain, 1)
         make_heavy_class(heavy)
         make_class(heavy, 1)
-        for jobs in (1, 2):
-            base, worst = peak_mb(plain, jobs), peak_mb(heavy, jobs)
-            print(f"--jobs {jobs}: peak RSS {base} MB for one plain submission, {worst} MB with the heavy "
-                  f"files beside it ({worst / base:.2f}x)")
-        unbounded = peak_mb(heavy, 2, shape_check=False)
-        print(f"--jobs 2 without the shape check: {unbounded} MB ({unbounded / base:.2f}x)")
+        for jobs, check in ((1, True), (2, True), (2, False)):
+            found.append({"jobs": jobs, "shape_check": check, "plain_mb": peak_mb(plain, jobs),
+                          "heavy_mb": peak_mb(heavy, jobs, shape_check=check)})
+    return found
+
+
+def render_memory(rows: list[dict]) -> str:
+    """The peak-memory table in Markdown."""
+    lines = ["| --jobs | shape check | one plain submission | with the heavy files beside it | ratio |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['jobs']} | {'on' if r['shape_check'] else 'off'} | {r['plain_mb']} MB | "
+              f"{r['heavy_mb']} MB | {r['heavy_mb'] / r['plain_mb']:.2f}x |" for r in rows]
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -159,9 +168,16 @@ def main() -> int:
     parser.add_argument("--submissions", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, interleaved; medians")
     parser.add_argument("--memory", action="store_true", help="the grading process's peak memory instead")
+    parser.add_argument("--publish", action="store_true",
+                        help="with --memory: write the table in docs/performance.md")
     args = parser.parse_args()
     if args.memory:
-        memory()
+        found = memory()
+        print(render_memory(found))
+        if args.publish:
+            from tests.benchmarks.doc_tables import publish
+
+            print("wrote", publish("grade_memory", "performance.md", found, render_memory(found)))
         return 0
     import os
 
