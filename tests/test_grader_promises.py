@@ -224,3 +224,21 @@ def test_is_a_notebook_whose_shape_would_cost_gigabytes_refused_before_it_is_par
     assert submissions.load(braces_in_text, braces_in_text.name).malformed is None
     for course_nb in Path(submissions.__file__).resolve().parents[2].glob("*/*.ipynb"):
         submissions.check_shape(course_nb.read_bytes())  # every notebook of the course passes
+
+
+def test_are_the_gradebook_files_out_of_the_submissions_reach_while_they_run(tmp_path, monkeypatch):
+    from course_utils.grader import batch, outputs
+
+    seen = {}
+
+    def graded_as(paths, options, progress=None):
+        seen["private"], seen["progress"] = options.private, progress
+        return batch.Graded([Row("01_a.ipynb", "01")], [], seed=1, elapsed_s=0.0)
+
+    monkeypatch.setattr(batch, "grade", graded_as)
+    out = tmp_path / "marks" / "gradebook.csv"
+    outputs.grade_and_write([tmp_path], Options(progress=False), out, tmp_path / "details.json")
+    assert set(seen["private"]) == {str(out), str(out.with_suffix(".html")), str(tmp_path / "details.json")}
+    assert seen["progress"] is not None  # hidden there: rewritten as rows finish
+    in_root = outputs.GradebookFiles(Path("/gradebook.csv"))
+    assert outputs._progress(in_root, Options()) is None  # "/" cannot be hidden: written at the end

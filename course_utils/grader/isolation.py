@@ -161,7 +161,8 @@ def choose(mode: str, class_roots: list[str], run_dir: Path,
     others = os.path.dirname(str(run_dir))  # every grading run's folder, this one's included
     hide = sorted({*refs, *(os.path.realpath(r) for r in class_roots), str(run_dir), others,
                    *private_folders(private)})
-    iso = Isolation("guards", hide=hide, blocked=[*refs, *private, others],
+    shown = [f for f in private_folders(private) if f not in bwrap.SYSTEM]  # never "/" or "/usr"
+    iso = Isolation("guards", hide=hide, blocked=[*refs, *private, *shown, others],
                     allowed=python_dirs() + [str(run_dir)])
     if mode == "guards" or os.environ.get("MPS_DETECTIVE_ISOLATION") == "guards":
         iso.reason = "asked for"

@@ -121,6 +121,22 @@ class GradebookFiles:
         return "\n".join(lines)
 
 
+def _progress(files: GradebookFiles, options):
+    """Rewrite the gradebook as rows finish, unless a submission could read it there: its folder
+    is hidden from submissions, but a system folder (``/``, ``/usr``...) cannot be; then the
+    gradebook is written at the end only."""
+    from course_utils.grader.bwrap import SYSTEM
+
+    folders = {os.path.dirname(os.path.realpath(p)) for p in files.paths}
+    if folders & (SYSTEM - {"/tmp"}):
+        import sys
+
+        print("course grade: the gradebook is in a system folder, which submissions can read: it is "
+              "written when the run ends, not as rows finish", file=sys.stderr)
+        return None
+    return lambda table: files.progress(table, options)
+
+
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -145,7 +161,7 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         options = replace(options, private=tuple(str(p) for p in files.paths))
-        graded = grade(paths, options, progress=lambda table: files.progress(table, options))
+        graded = grade(paths, options, progress=_progress(files, options))
     except KeyboardInterrupt:
         print("course grade: interrupted while reading the class: nothing was graded", file=sys.stderr)
         return 130
