@@ -4,7 +4,6 @@ fit a laptop screen, wrapping rows, and the predict-then-run prompt."""
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 FIT_CLASS = "mpsd-fit"
 # JupyterLab sets ``word-break: break-all`` on every <pre> of an output, which splits words
@@ -30,19 +29,8 @@ STYLE = f"""<style>
     {{ max-width: 100%; }}
 </style>"""
 
-# The same wrapping for everything a lesson prints (reports, tables), for the whole JupyterLab
-# page: ``course lab`` serves it as the page's custom CSS (``write_lab_css``).
-LAB_CSS = """body .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
-"""
-
-
-def write_lab_css(folder: Path) -> Path:
-    """Write ``LAB_CSS`` as ``folder/custom.css``, the file JupyterLab serves with
-    ``--custom-css --ServerApp.static_custom_path=[folder]``; return its path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "custom.css"
-    path.write_text(LAB_CSS, encoding="utf-8")
-    return path
+# The same wrapping for everything a lesson prints (reports, tables) is the page's CSS in a lab the
+# course starts: course_utils/course/lab_config/custom/custom.css.
 
 
 def fitted(widget):

@@ -50,7 +50,8 @@ def count_outputs(nb, mime: str) -> int:
 
 
 def answer_quiz(page) -> str:
-    """Pick the first choice of every question, press Submit, return the feedback text."""
+    """Pick the first choice of every question, press Submit, return the feedback text; then ask
+    for another form and wait until other questions are shown."""
     quiz = page.locator(".jp-OutputArea-output .widget-vbox").filter(
         has=page.locator("button:has-text('Submit')")).last
     for group in quiz.locator(".widget-radio-box").all():
@@ -58,7 +59,12 @@ def answer_quiz(page) -> str:
     quiz.locator("button:has-text('Submit')").click()
     feedback = quiz.locator(".widget-output")
     feedback.locator("text=Score:").wait_for(timeout=WAIT_MS)
-    return feedback.inner_text()
+    text = feedback.inner_text()
+    before = quiz.locator(".widget-html").all_inner_texts()
+    quiz.locator("button:has-text('Another form')").click()
+    poll(page, lambda: quiz.locator(".widget-html").all_inner_texts() not in ([], before),
+         "Another form did not show other questions")
+    return text
 
 
 @pytest.mark.slow
@@ -212,8 +218,9 @@ def test_a_practice_link_opens_the_learners_copy_of_the_exercises_at_that_exerci
     # JupyterLab opens the learner's copy (made by the lesson's cell) in a new tab.
     shown = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) h2", has_text="05.view_or_copy")
     expect(shown).to_be_visible(timeout=WAIT_MS)
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"workspace/{name}"
-    assert (lesson_runs.lab.root / "workspace" / name).exists()
+    copy = name.replace(".ipynb", "_exercises.ipynb")  # its own name: the lesson's tab is another
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"workspace/{copy}"
+    assert (lesson_runs.lab.root / "workspace" / copy).exists()
     # JupyterLab 4.6 applies a link's fragment before a notebook it has just opened is laid out,
     # so the first click lands at the top of the copy; once the copy is open, a click on the link
     # reveals it at the exercise's heading.
