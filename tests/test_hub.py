@@ -140,7 +140,7 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
     graded = course("grade", str(tmp_path / "class"), "--out", str(tmp_path / "grades" / "book.csv"),
                     "--lms", str(tmp_path / "grades" / "lms.csv"), "--jobs", "2", "--timeout", "120",
-                    cwd=tmp_path)
+                    "--feedback", str(tmp_path / "feedback"), cwd=tmp_path)
     assert graded.returncode == 0, graded.stdout + graded.stderr
     with open(tmp_path / "grades" / "lms.csv", newline="") as fh:
         rows = {r["learner"]: r for r in csv.DictReader(fh)}
@@ -149,3 +149,24 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
         assert (rows[name]["total"], rows[name]["possible"]) == (str(int(passes)), "4"), rows[name]
     assert rows["alice"]["percent"] == "25.0" and rows["carol"]["percent"] == "0.0"
     assert os.path.exists(tmp_path / "grades" / "book.csv")
+
+    # Feedback: released into each learner's workspace, opened by their own server; another
+    # learner's token opens none of it, and no server serves a path outside its learner's folder.
+    released = course("feedback", "release", str(tmp_path / "feedback"), str(hub.homes), cwd=tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    for name, (exercise, _, passes) in WORK.items():
+        folder = hub.homes / name / "mps-detective" / "workspace" / "feedback"
+        pages = sorted(folder.glob("feedback-*.html"))
+        assert len(pages) == 1, f"{name}: one page released"
+        own = {"Authorization": f"token {done[name]['token']}"}
+        url = f"{hub.url}/user/{name}/files/workspace/feedback/{pages[0].name}"
+        opened = requests.get(url, headers=own, timeout=60)
+        assert opened.status_code == 200 and f"Feedback for {name}" in opened.text, opened.status_code
+        assert (f"01.{exercise}: <span class='pass'>" in opened.text) is passes
+        other = next(n for n in WORK if n != name)
+        theirs = {"Authorization": f"token {done[other]['token']}"}
+        refused = requests.get(url, headers=theirs, timeout=60, allow_redirects=False)
+        assert refused.status_code in (302, 403, 404), (name, other, refused.status_code)
+        outside = requests.get(f"{hub.url}/user/{other}/api/contents/%2E%2E/{name}/mps-detective/"
+                               f"workspace/feedback/{pages[0].name}", headers=theirs, timeout=60)
+        assert outside.status_code in (400, 403, 404), (name, other, outside.status_code)
