@@ -4,7 +4,8 @@ Started by the supervisor (``supervise.py``) as ``python -m course_utils.grader.
 WORKDIR``, like ``runner.py`` for ``course grade``: the audit guard is installed before anything of
 the edit runs (no bank, no course checkout), and it waits for the supervisor's "go". ``plan.json``
 holds the drill, its form and the edited code (as the only cell); the verdict of
-``course_utils.drills.fixit.judge_edit`` is written as one JSON line to ``results.jsonl``.
+``course_utils.drills.fixit.judge_edit`` is written as one JSON line to the results descriptor the
+grader handed over (``plan["results_fd"]``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def main(workdir: str) -> None:
     plan = json.loads(Path(workdir, "plan.json").read_text(encoding="utf-8"))
     install_guard(plan["blocked_dirs"], plan.get("allowed_dirs", ()))
     forget_checkout(plan["blocked_dirs"], plan.get("allowed_dirs", ()))
-    results = open(Path(workdir, "results.jsonl"), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    # the verdict goes to the descriptor the grader handed over, as for course grade's runner
+    results = os.fdopen(plan["results_fd"], "w", encoding="utf-8", buffering=1)
     if sys.stdin.buffer.read(2) != b"go":
         os._exit(71)
     from course_utils import drills
