@@ -35,7 +35,7 @@ READS_AN_EMULATED_RUN = {
     "notebooks/06_addcmul_detective.ipynb": {"c13", "c19"},
     "notebooks/08_interview_drills.ipynb": {"c35"},
 }
-# the cells issue 16 found unlabelled: the test must see each of them
+# the cells found unlabelled before: the test must see each of them
 MUST_SEE = {
     "notebooks/02_unified_memory.ipynb": {"c29", "c31"},
     "notebooks/04_cpu_fallback.ipynb": {"c13", "c15", "c32", "c35"},
