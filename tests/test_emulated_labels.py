@@ -45,13 +45,18 @@ MUST_SEE = {
 
 
 def _output_text(cell: dict) -> str:
+    """The cell's text outputs; stream chunks joined as a reader sees them (a line may span two)."""
     parts = []
     for out in cell.get("outputs", []):
-        parts.append("".join(out.get("text", "")))
-        parts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
+        if out.get("output_type") == "stream" and parts and parts[-1][0] == out.get("name"):
+            parts[-1] = (out.get("name"), parts[-1][1] + "".join(out.get("text", "")))
+            continue
+        texts = ["".join(out.get("text", ""))]
+        texts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
         if out.get("output_type") == "error":
-            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
-    return "\n".join(parts)
+            texts.append(f"{out.get('ename')}: {out.get('evalue')}")
+        parts.append((out.get("name") if out.get("output_type") == "stream" else None, "\n".join(texts)))
+    return "\n".join(text for _, text in parts)
 
 
 def _emulated_cells() -> list[tuple[str, str, dict]]:
@@ -148,3 +153,10 @@ def test_does_the_finding_scan_see_sentinel_lines_and_watch_findings():
     found = findings_in(text)
     assert len(found) == 3 and found[0].startswith("sentinel: step 2: FROZEN")
     assert [("emulated" in f) for f in found] == [False, True, False]
+
+
+def test_is_a_line_printed_in_two_stream_chunks_read_as_one():
+    cell = {"outputs": [{"output_type": "stream", "name": "stdout", "text": ["sentinel:"]},
+                        {"output_type": "stream", "name": "stdout",
+                         "text": [" step 2: FROZEN w: updates never land\n"]}]}
+    assert findings_in(_output_text(cell)) == ["sentinel: step 2: FROZEN w: updates never land"]
