@@ -81,14 +81,24 @@ def run_one(venvs: Path, version: str, extra: list[str]) -> tuple[int, str]:
     env = bootstrap.scratch_env()
     env["MPS_DETECTIVE_VENV"] = str(python.parent.parent)
     say(f"torch {version} (imports as {seen}): unit tests, lessons and solutions (nbval-lax)")
-    done = subprocess.run([str(python), *PYTEST, *extra], cwd=ROOT, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    sys.stdout.write(done.stdout)
-    n = counts(done.stdout)
-    line = (f"torch {seen or version}: {'ok' if done.returncode == 0 else 'FAILED'}: "
+    returncode, output = streamed([str(python), *PYTEST, *extra], env)
+    n = counts(output)
+    line = (f"torch {seen or version}: {'ok' if returncode == 0 else 'FAILED'}: "
             f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['error']} errors "
             f"in {time.monotonic() - start:.0f} s")
-    return done.returncode, line
+    return returncode, line
+
+
+def streamed(cmd: list[str], env: dict) -> tuple[int, str]:
+    """Run ``cmd`` from the repository root, printing its output as it comes; (exit status, output)."""
+    lines = []
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as proc:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            lines.append(line)
+    return proc.returncode, "".join(lines)
 
 
 def main(argv: list[str]) -> int:
