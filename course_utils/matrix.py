@@ -33,8 +33,9 @@ ROOT = bootstrap.ROOT
 # The oldest and the newest torch pyproject.toml admits that were run here (the floor, the newest
 # installable release); torch 2.13.0 is the pin in constraints.txt, run by the README's test command.
 TESTED = ("2.6.0", "2.14.1")
-PYTEST = ("-m", "pytest", "tests", "notebooks", "solutions", "--nbval-lax", "--nbval-current-env",
-          "--nbval-cell-timeout", "300", "-n", "2", "--dist", "loadfile", "-q", "-p", "no:cacheprovider")
+PATHS = ("tests", "notebooks", "solutions")
+PYTEST = ("-m", "pytest", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "300",
+          "-n", "2", "--dist", "loadfile", "-q", "-rfE", "-p", "no:cacheprovider")
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 
 
@@ -66,13 +67,15 @@ def prepare(venv: Path, version: str) -> Path:
 
 def counts(output: str) -> dict[str, int]:
     """pytest's closing summary (``3 failed, 120 passed, 2 skipped in 40s``) as numbers."""
-    tail = output.strip().splitlines()[-1] if output.strip() else ""
+    summary = re.compile(r"\d+ (passed|failed|errors?)\b.* in ")
+    summaries = [line for line in output.splitlines() if summary.search(line)]
+    tail = summaries[-1] if summaries else ""
     found = {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
              for n, kind in SUMMARY.findall(tail)}
     return {k: found.get(k, 0) for k in ("passed", "failed", "skipped", "error")}
 
 
-def run_one(venvs: Path, version: str, extra: list[str]) -> tuple[int, str]:
+def run_one(venvs: Path, version: str, extra: list[str], paths=PATHS) -> tuple[int, str]:
     """Install and test one torch; its exit status and a one-line summary."""
     start = time.monotonic()
     python = prepare(venvs / f"torch-{version}", version)
@@ -81,7 +84,7 @@ def run_one(venvs: Path, version: str, extra: list[str]) -> tuple[int, str]:
     env = bootstrap.scratch_env()
     env["MPS_DETECTIVE_VENV"] = str(python.parent.parent)
     say(f"torch {version} (imports as {seen}): unit tests, lessons and solutions (nbval-lax)")
-    returncode, output = streamed([str(python), *PYTEST, *extra], env)
+    returncode, output = streamed([str(python), *PYTEST, *paths, *extra], env)
     n = counts(output)
     line = (f"torch {seen or version}: {'ok' if returncode == 0 else 'FAILED'}: "
             f"{n['passed']} passed, {n['failed']} failed, {n['skipped']} skipped, {n['error']} errors "
@@ -107,10 +110,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--venvs", type=Path, default=ROOT / "build" / "matrix",
                         help="where each torch-<version> environment lives (default: build/matrix)")
     parser.add_argument("--pytest", default="", help="extra pytest arguments, e.g. '-k lesson'")
+    parser.add_argument("--paths", nargs="+", default=list(PATHS),
+                        help=f"what pytest runs (default: {' '.join(PATHS)})")
     options = parser.parse_args(argv)
     bootstrap.ensure_chromium()
     bootstrap.ensure_proxy()
-    results = [run_one(options.venvs, v, options.pytest.split()) for v in options.versions]
+    results = [run_one(options.venvs, v, options.pytest.split(), options.paths) for v in options.versions]
     for _, line in results:
         say(line)
     return 1 if any(code for code, _ in results) else 0
