@@ -2,6 +2,7 @@
 
     python3 course_utils/bootstrap.py matrix                    # the tested matrix (TESTED below)
     python3 course_utils/bootstrap.py matrix 2.6.0 2.14.1       # or the versions you name
+    python3 course_utils/bootstrap.py matrix --paths notebooks -- 2.14.1   # a part, one version
     python3 course_utils/matrix.py --venvs /tmp/m 2.14.1        # the same, run directly
 
 For each version it makes (or reuses) ``<venvs>/torch-<version>`` (default ``build/matrix/``), writes
@@ -30,9 +31,9 @@ bootstrap = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bootstrap)
 
 ROOT = bootstrap.ROOT
-# The oldest and the newest torch pyproject.toml admits that were run here (the floor, the newest
-# installable release); torch 2.13.0 is the pin in constraints.txt, run by the README's test command.
-TESTED = ("2.6.0", "2.14.1")
+# The oldest and the newest torch pyproject.toml admits (the floor, and the newest release installable
+# here); 2.13.0 is also the pin in constraints.txt, which the README's test command runs.
+TESTED = ("2.13.0", "2.14.1")
 PATHS = ("tests", "notebooks", "solutions")
 PYTEST = ("-m", "pytest", "--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout", "300",
           "-n", "2", "--dist", "loadfile", "-q", "-rfE", "-p", "no:cacheprovider")
