@@ -5,7 +5,18 @@ widgets) load only when used, so importing the package costs little beyond ``imp
 """
 
 from course_utils.core import startup as _startup  # noqa: F401  (must run before torch is imported)
+from course_utils.course import drill_fixit as _drill_fixit
 from course_utils.course.checking import CheckFailed, check, hint
+
+
+def _sandboxed_fix(drill, code):
+    """Fix-it mode's judge: the edit runs in ``course grade``'s sandbox (grader/drill_fix.py)."""
+    from course_utils.grader.drill_fix import judge_in_sandbox
+
+    return judge_in_sandbox(drill, code)
+
+
+_drill_fixit.set_judge(_sandboxed_fix)
 
 __all__ = ["CheckFailed", "check", "hint"]
 __version__ = "0.1.0"

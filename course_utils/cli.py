@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from course_utils.core.errors import CourseError, course_root
 from course_utils.core.registry import UnknownId
+from course_utils.course.lab import NEWS_SETTING, quiet_news  # noqa: F401 - importable from here as before
 
 
 def _doctor(args) -> int:
@@ -19,50 +19,11 @@ def _doctor(args) -> int:
     return doctor.main()
 
 
-NEWS_SETTING = ("@jupyterlab/apputils-extension:notification", "fetchNews")
-NEWS_OVERRIDE = "mps-detective.json"  # the course's own file among JupyterLab's settings overrides
-
-
-def quiet_news(app_dir: Path | None = None) -> Path | None:
-    """Answer JupyterLab's "get notified about official Jupyter news?" prompt with no, before it
-    is asked: a default in the lab's ``settings/overrides.d`` (read at start-up; no network call;
-    a choice the learner makes in Settings still wins). ``app_dir``: JupyterLab's application
-    folder (default: this environment's). Returns the file, or None where it cannot be written."""
-    import json
-
-    from course_utils.core.files import write_atomically
-
-    if app_dir is None:
-        from jupyterlab.commands import get_app_dir
-
-        app_dir = Path(get_app_dir())
-    plugin, key = NEWS_SETTING
-    path = Path(app_dir) / "settings" / "overrides.d" / NEWS_OVERRIDE
-    try:
-        write_atomically(path, json.dumps({plugin: {key: "false"}}, indent=2))
-    except OSError:  # a read-only, shared environment: JupyterLab then asks once, as it always did
-        return None
-    return path
-
-
 def _lab(args) -> int:
-    """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
-    never overwritten), so running it leaves notebooks/ as it is."""
-    from course_utils.course.widgets import write_lab_css
-    from course_utils.course.workspace import start_lesson, workspace_dir
+    """``course lab``: JupyterLab at the learner's own copy of lesson 00 (``course.lab.open_lab``)."""
+    from course_utils.course import lab
 
-    root = course_root()
-    quiet_news()
-    lesson = start_lesson("00", root=root)[0]
-    top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
-    css = write_lab_css(workspace_dir(root) / ".lab-css")  # printed reports wrap at word boundaries
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
-           lesson.resolve().relative_to(top.resolve()).as_posix(),
-           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css.parent}", *args.jupyter_args]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
-    print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
-    return subprocess.call(cmd, cwd=top)
+    return lab.open_lab(args.jupyter_args)
 
 
 def _start(args) -> int:
@@ -81,11 +42,11 @@ def _start(args) -> int:
 
 
 def _existing_copies(lesson: str) -> set[Path]:
-    from course_utils.course.workspace import lesson_notebook, workspace_dir
+    from course_utils.course.workspace import exercise_copy, lesson_notebook, workspace_dir
 
-    name = lesson_notebook(course_root() / "notebooks", lesson).name
+    source = lesson_notebook(course_root() / "notebooks", lesson)
     here = workspace_dir(course_root())
-    return {p for p in (here / "lessons" / name, here / name) if p.exists()}
+    return {p for p in (here / "lessons" / source.name, exercise_copy(source, here)) if p.exists()}
 
 
 def _check(args) -> int:
@@ -117,6 +78,10 @@ def _progress(args) -> int:
     print(f"{'item':<24} {'status':<16} {'attempts':>8}  detail")
     for item, status, attempts, detail in rows:
         print(f"{item:<24} {status:<16} {attempts:>8}  {detail}")
+    if progress.load().get("drill_sessions"):
+        from course_utils.course.drill_plan import plan_text
+
+        print("\n" + plan_text())
     return 0
 
 
@@ -224,6 +189,10 @@ def _hub_config(args) -> int:
 
 def _mutants(args) -> int:
     """``course mutants``: the automatic mutants of each exercise's reference, run through check()."""
+    if args.drills:  # the fix-it drills' tables
+        from course_utils.drills.fix_mutants import report
+
+        return report(args.ids)
     from course_utils import bank
     from course_utils.course import mutation
 
@@ -247,7 +216,9 @@ def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
     from course_utils.course.drill_cli import play_round
 
-    return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin)
+    adaptive = args.seed is None and args.category is None and not args.random
+    return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin,
+                      adaptive=adaptive)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -328,12 +299,16 @@ def parser() -> argparse.ArgumentParser:
     dr.add_argument("--category", help="drills of one category only (e.g. losses, data, numerics)")
     dr.add_argument("--count", type=int, default=5, help="drills in the round (default 5)")
     dr.add_argument("--seed", type=int, help="fixes the drills and their order (default: fresh, printed)")
+    dr.add_argument("--random", action="store_true", help="a random round instead of one drawn from "
+                    "your missed drills and weakest categories (the default)")
     dr.add_argument("--stdin", action="store_true",
                     help="read the answers from a pipe instead of a terminal")
     dr.set_defaults(fn=_drill)
     mu = sub.add_parser("mutants", help="(authors) automatic mutants of each reference: killed, "
                         "declared equivalent, surviving")
-    mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
+    mu.add_argument("ids", nargs="*", help="exercise ids (default: all), or drill ids with --drills")
+    mu.add_argument("--drills", action="store_true", help="the fix-it drills instead: every fix "
+                    "accepted, every degenerate edit of the fixed code rejected")
     mu.set_defaults(fn=_mutants)
     at = sub.add_parser("author-test", help="(authors) run exactly the tests and notebooks of one "
                         "exercise, drill or watch check")

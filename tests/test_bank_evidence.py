@@ -21,7 +21,7 @@ import torch
 from course_utils import bank
 from course_utils.bank.lesson00.count_params import counts_in_eval_mode, freezes_as_it_counts
 from course_utils.bank.lesson02.retry_halving import twice_per_size
-from course_utils.bank.lesson02.saved_bytes import leaves_hooks_on
+from course_utils.bank.lesson02.saved_bytes import _default_hooks_registered, leaves_hooks_on
 from course_utils.bank.lesson02.state_bytes import steps_the_optimizer
 from course_utils.bank.lesson03.honest_timer import honest_time
 from course_utils.bank.lesson03.sync_lines import SYNCING
@@ -56,7 +56,7 @@ def test_wrong_answers_only_the_checking_process_sees_are_rejected(exercise_id, 
     failure = find_failure(bank.get(exercise_id), answer, 0)
     assert failure is not None and words in failure.problem, failure and failure.problem
     assert torch.is_grad_enabled()
-    assert torch._C._autograd._top_saved_tensors_default_hooks(False) is None
+    assert not _default_hooks_registered()
 
 
 # --- forged claims, one set per judged run ---------------------------------------------------------

@@ -88,7 +88,8 @@ def test_a_tensor_can_stand_in_for_the_model():
     ("2", "2", True, "2 (set before import torch)"),
     ("-1", "-1", True, "-1 (set before import torch)"),
     ("00", "00", False, "00 (set before import torch)"),
-    ("yes", "yes", False, "not an integer"),
+    ("yes", "yes", False, "not an int"),
+    ("4294967296", "4294967296", False, "most likely aborting import torch"),
 ])
 def test_the_fallback_variable_is_judged_by_its_value_at_import(at_import, now, enabled, words):
     facts = replace(MAC, fallback_at_torch_import=at_import, fallback_now=now,
@@ -100,6 +101,7 @@ def test_the_fallback_variable_is_judged_by_its_value_at_import(at_import, now, 
 @pytest.mark.parametrize("value, enabled", [
     (None, False), ("0", False), ("1", True), ("2", True), (" 3", True), ("1abc", True),
     ("-0", False), ("", None), ("true", None), ("on", None),
+    ("2147483647", True), ("2147483648", None), ("-2147483649", None),  # stoi: out_of_range throws
 ])
 def test_is_the_variable_read_as_std_stoi_reads_it(value, enabled):
     """MPSFallback.mm: ``std::stoi(v) == 0`` is off; any other integer is on; no integer throws."""

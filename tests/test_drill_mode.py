@@ -85,7 +85,7 @@ def test_a_round_is_timed_scored_and_recorded_beside_the_other_progress():
     entry = data[KEY]["sessions"][-1]
     assert (entry["score"], entry["seed"], entry["count"], entry["source"]) == (0.5, 5, 3, "notebook")
     assert data[KEY]["best"] == 0.5
-    assert data["drills"][first.id]["right"] == 1  # every answer is also a card answer
+    assert "drills" not in data  # a timed answer is not a card answer
 
 
 def test_finishing_twice_records_once_and_finish_without_record_writes_nothing():
@@ -109,13 +109,14 @@ def test_the_history_keeps_the_best_score_and_accuracy_per_category():
                    source="terminal")
     hist = history()
     assert hist["best"] == 1.0 and [s["score"] for s in hist["sessions"]] == [1.0, 0.25]
-    assert hist["categories"] == {"losses": {"right": 2, "answered": 3, "seconds": 30.0},
-                                  "data": {"right": 1, "answered": 1, "seconds": 400.0}}
+    no_fix = {"fix_tried": 0, "fixed": 0}
+    assert hist["categories"] == {"losses": {"right": 2, "answered": 3, "seconds": 30.0, **no_fix},
+                                  "data": {"right": 1, "answered": 1, "seconds": 400.0, **no_fix}}
     text = drill_mode.history_text()
     assert "2 round(s); last 25% (terminal), best 100%" in text and "losses 2/3 in 10 s" in text
     rows = {item: (status, detail) for item, status, _, detail in progress.rows()}
-    assert rows["  drills: data"] == ("100% right", "400 s per drill")
-    assert rows["  drills: losses"] == ("67% right", "10 s per drill")
+    assert rows["  drills: data"] == ("100% diagnosed", "no fix tried; 400 s per drill")
+    assert rows["  drills: losses"] == ("67% diagnosed", "no fix tried; 10 s per drill")
 
 
 def test_a_history_recorded_before_times_were_kept_still_reads():
@@ -203,14 +204,14 @@ def test_the_widget_serves_grades_and_records_a_round():
     assert (ui.start.description, ui.next.description, ui.finish.description) == (START, NEXT, FINISH)
     assert ui.card_box.children == () and not ui.clock.playing
     ui.start.click()
-    assert ui.clock.playing and ui.start.disabled and len(ui.card_box.children) == 1
+    assert ui.clock.playing and ui.start.disabled and len(ui.card_box.children) == 2  # card, fix box
     for i, drill in enumerate(session.drills):
         card = ui.card.controls
         card.hypothesis.value = "the loss looks wrong"
         card.choices.index = drill.question.answer
         card.submit.click()
         assert not ui.clock.playing and card.submit.disabled and "Right" in card.feedback.value
-        assert drills.answers()[drill.id]["right"] == 1  # recorded once, by the card
+        assert drill.id not in drills.answers()  # a timed answer is not a card answer
         if i == 0:
             assert not ui.next.disabled
             ui.next.click()

@@ -4,9 +4,16 @@ A code cell enters an emulation when its source calls one: the asynchronous devi
 (``AsyncDevice``, ``open_device``, which is emulated on a CPU), the CPU fallback
 (``emulate_fallback`` and lesson 04's ``emulated(...)`` helper), the in-place bug
 (``mps_inplace_bug``, ``mps_random_bug``, a ``Machine`` such as ``AFFECTED``) or the capstone's
-lab (``Lab``, ``haunted``). The stored outputs are from a CPU run, so each such cell that prints
-anything must say "emulated". A few cells only read the results of an emulated run made in an
-earlier cell; they are listed by hand in ``READS_AN_EMULATED_RUN``.
+lab (``Lab``, ``haunted``); when it raises an error it made up to stand for a Mac's (an emulated
+out-of-memory error); or when it calls a function or class that an earlier cell of the notebook
+defined in a cell that enters one (a helper such as ``fallback_warnings`` or ``accumulate``). The
+stored outputs are from a CPU run, so each such cell that prints anything must say "emulated".
+A few cells only read the results of an emulated run made in an earlier cell; they are listed by
+hand in ``READS_AN_EMULATED_RUN``.
+
+Inside such a cell, a finding the toolkit reports (a sentinel line, a ``course watch`` finding)
+must say "emulated" itself, not only somewhere else in the cell's output: a reader sees the
+finding, not the cell.
 """
 
 from __future__ import annotations
@@ -21,26 +28,35 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTERS = re.compile(
     r"\b(AsyncDevice|open_device|emulate_fallback|emulated|mps_inplace_bug|mps_random_bug|Machine|"
     r"Lab|haunted)\s*\(|\bmachine\s*=\s*AFFECTED\b")
+# An error the cell makes up to stand for a Mac's: raise SomeError("... (emulated ...").
+RAISES_AN_EMULATED_ERROR = re.compile(r"\braise\s+[\w.]+\(\s*f?[\"'][^\"'\n]*emulated", re.IGNORECASE)
+DEFINES = re.compile(r"^(?:def|class)\s+(\w+)", re.MULTILINE)
 READS_AN_EMULATED_RUN = {
     "notebooks/06_addcmul_detective.ipynb": {"c13", "c19"},
     "notebooks/08_interview_drills.ipynb": {"c35"},
 }
 # the cells found unlabelled before: the test must see each of them
 MUST_SEE = {
-    "notebooks/04_cpu_fallback.ipynb": {"c32", "c35"},
+    "notebooks/02_unified_memory.ipynb": {"c29", "c31"},
+    "notebooks/04_cpu_fallback.ipynb": {"c13", "c15", "c32", "c35"},
     "notebooks/06_addcmul_detective.ipynb": {"c13", "c17", "c19", "c31"},
     "notebooks/08_interview_drills.ipynb": {"c47"},
 }
 
 
 def _output_text(cell: dict) -> str:
+    """The cell's text outputs; stream chunks joined as a reader sees them (a line may span two)."""
     parts = []
     for out in cell.get("outputs", []):
-        parts.append("".join(out.get("text", "")))
-        parts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
+        if out.get("output_type") == "stream" and parts and parts[-1][0] == out.get("name"):
+            parts[-1] = (out.get("name"), parts[-1][1] + "".join(out.get("text", "")))
+            continue
+        texts = ["".join(out.get("text", ""))]
+        texts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
         if out.get("output_type") == "error":
-            parts.append(f"{out.get('ename')}: {out.get('evalue')}")
-    return "\n".join(parts)
+            texts.append(f"{out.get('ename')}: {out.get('evalue')}")
+        parts.append((out.get("name") if out.get("output_type") == "stream" else None, "\n".join(texts)))
+    return "\n".join(text for _, text in parts)
 
 
 def _emulated_cells() -> list[tuple[str, str, dict]]:
@@ -49,13 +65,36 @@ def _emulated_cells() -> list[tuple[str, str, dict]]:
         for path in sorted((ROOT / folder).glob("*.ipynb")):
             name = f"{folder}/{path.name}"
             cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            helpers: set[str] = set()  # functions and classes defined in cells that enter one
             for cell in cells:
-                if cell["cell_type"] != "code" or not cell.get("outputs"):
+                if cell["cell_type"] != "code":
                     continue
                 source = "".join(cell["source"])
-                if ENTERS.search(source) or cell.get("id") in READS_AN_EMULATED_RUN.get(name, ()):
+                if enters(source, helpers):
+                    helpers |= set(DEFINES.findall(source))
+                elif cell.get("id") not in READS_AN_EMULATED_RUN.get(name, ()):
+                    continue
+                if cell.get("outputs"):
                     found.append((name, cell.get("id"), cell))
     return found
+
+
+def enters(source: str, helpers: set[str]) -> bool:
+    """Whether code entering an emulation runs in this cell (see the module's docstring)."""
+    if ENTERS.search(source) or RAISES_AN_EMULATED_ERROR.search(source):
+        return True
+    called = set(re.findall(r"\b(\w+)\s*\(", source)) - set(DEFINES.findall(source))
+    return bool(called & helpers)
+
+
+# A finding as the toolkit prints it: a sentinel line, or a `course watch` finding (its severity
+# row and the indented lines under it, up to the next row).
+SENTINEL_LINE = re.compile(r"^sentinel: step \d+: [A-Z][A-Z -]+ .*$", re.MULTILINE)
+WATCH_FINDING = re.compile(r"^(?:bug|perf|info)\s{2,}\S.*\n(?:[ \t]+.*\n?)*", re.MULTILINE)
+
+
+def findings_in(text: str) -> list[str]:
+    return SENTINEL_LINE.findall(text) + WATCH_FINDING.findall(text)
 
 
 CELLS = _emulated_cells()
@@ -67,6 +106,13 @@ def test_does_every_output_made_under_an_emulation_say_emulated(notebook, cell_i
     assert "emulated" in text.lower(), (
         f"{notebook} cell {cell_id} runs under an emulation but its output never says "
         f"'emulated':\n{text[:400]}")
+
+
+@pytest.mark.parametrize("notebook, cell_id, cell", CELLS, ids=[f"{n}:{c}" for n, c, _ in CELLS])
+def test_does_every_finding_reported_under_an_emulation_say_emulated_itself(notebook, cell_id, cell):
+    unlabelled = [f for f in findings_in(_output_text(cell)) if "emulated" not in f.lower()]
+    assert not unlabelled, (f"{notebook} cell {cell_id}: findings made under an emulation that do "
+                            "not say 'emulated':\n" + "\n".join(unlabelled))
 
 
 def test_does_the_scan_find_the_emulated_cells_it_must():
@@ -84,3 +130,33 @@ def test_does_the_pattern_tell_entering_an_emulation_from_mentioning_one():
     assert ENTERS.search("find_frozen(Trainer(model, machine=AFFECTED))")
     assert not ENTERS.search("from course_utils.toolkit.emulate.inplace import mps_inplace_bug")
     assert not ENTERS.search("print(known_bug_status())")
+
+
+def test_does_the_scan_see_made_up_errors_and_helpers_defined_under_an_emulation():
+    assert enters('    raise torch.OutOfMemoryError("CUDA out of memory (emulated)")', set())
+    assert enters('raise RuntimeError(f"MPS backend out of memory (emulated: {n} rows)")', set())
+    assert not enters('raise ValueError("labels out of range")', set())
+    assert enters("seen = fallback_warnings(3)", {"fallback_warnings"})
+    assert not enters("def fallback_warnings(calls):\n    return []", {"fallback_warnings"})
+    assert not enters("print(len(seen))", {"fallback_warnings"})
+
+
+def test_does_the_finding_scan_see_sentinel_lines_and_watch_findings():
+    text = ("sentinel: step 2: FROZEN up.weight: gradient norm 0.03: its updates never land\n"
+            "5 findings in 20 steps\n"
+            "severity  kind            where        step\n"
+            "bug       frozen          train.py:8   0\n"
+            "    | model = TopKSAE()\n"
+            "    encoder.weight: the updates are lost (emulated: mps_inplace_bug())\n"
+            "bug       non-contiguous  train.py:16  1\n"
+            "    encoder.weight has strides (1, 96)\n")
+    found = findings_in(text)
+    assert len(found) == 3 and found[0].startswith("sentinel: step 2: FROZEN")
+    assert [("emulated" in f) for f in found] == [False, True, False]
+
+
+def test_is_a_line_printed_in_two_stream_chunks_read_as_one():
+    cell = {"outputs": [{"output_type": "stream", "name": "stdout", "text": ["sentinel:"]},
+                        {"output_type": "stream", "name": "stdout",
+                         "text": [" step 2: FROZEN w: updates never land\n"]}]}
+    assert findings_in(_output_text(cell)) == ["sentinel: step 2: FROZEN w: updates never land"]

@@ -72,7 +72,7 @@ def test_environment_yml_lists_exactly_the_runtime_packages_with_the_same_ranges
 @pytest.mark.parametrize("change, words", [
     (lambda deps: deps.remove("tqdm>=4.66"), "tqdm: missing"),
     (lambda deps: deps.append("pytest>=8"), "pytest: in environment.yml only"),
-    (lambda deps: deps.__setitem__(deps.index("pytorch>=2.6,<2.14"), "pytorch>=2.6"), "pytorch: >=2.6 in"),
+    (lambda deps: deps.__setitem__(deps.index("pytorch>=2.13,<2.15"), "pytorch>=2.13"), "pytorch: >=2.13 in"),
     (lambda deps: deps.__setitem__(deps.index("nbformat>=5.9"), "nbformat"), "nbformat: any version"),
 ])
 def test_a_disagreeing_environment_yml_is_caught(change, words):

@@ -132,7 +132,7 @@ def test_course_progress_shows_drill_cards_and_timed_rounds(progress_home, capsy
     rows = {r[0]: r for r in progress.rows()}
     assert rows["drill cards"][1] == "1/1 right"
     assert rows["drill rounds"][1:3] == ("best 25%", "1")
-    assert rows["  drills: losses"][1:] == ("50% right", "2", "40 s per drill")
+    assert rows["  drills: losses"][1:] == ("50% diagnosed", "2", "no fix tried; 40 s per drill")
     assert cli.main(["progress"]) == 0
     out = capsys.readouterr().out
     assert "drill rounds" in out and "drills: data" in out

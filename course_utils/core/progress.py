@@ -250,8 +250,10 @@ def _drill_rows(data: dict) -> list[tuple[str, str, str, str]]:
         for name, c in sorted(rounds.get("categories", {}).items()):
             if c.get("answered"):
                 mean = f"{c['seconds'] / c['answered']:.0f} s per drill" if "seconds" in c else ""
-                out.append((f"  drills: {name}", f"{c['right'] / c['answered']:.0%} right",
-                            str(c["answered"]), mean))
+                tried = c.get("fix_tried", 0)
+                fixes = f"fixes {c.get('fixed', 0)}/{tried}" if tried else "no fix tried"
+                out.append((f"  drills: {name}", f"{c['right'] / c['answered']:.0%} diagnosed",
+                            str(c["answered"]), f"{fixes}; {mean}" if mean else fixes))
     return out
 
 

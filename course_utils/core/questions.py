@@ -13,21 +13,54 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from course_utils.core import progress
 
+# Inline markdown as the course's texts use it: `code`, *emphasis*, **strong** and backslash
+# escapes. An asterisk inside a word or before a space (B*S, *args, 2 * 3) is a plain asterisk.
+_INLINE = re.compile(r"`([^`]+)`"                      # 1: a code span
+                     r"|\\([\\`*_])"                    # 2: an escaped character
+                     r"|(?<![\w*\\])(\*\*|\*)(?=[^\s*])"  # 3: an opening * or **
+                     r"(.+?)(?<=[^\s*\\])\3(?![\w*])")    # 4: the emphasised text, then the close
+
+
+def _render(text: str, marks) -> str:
+    """``text`` with each inline mark replaced by ``marks.code(text)``, ``marks.literal(char)``
+    or ``marks.emphasis(mark, inner)``, and the text between by ``marks.text(part)``."""
+    def one(match: re.Match) -> str:
+        if match.group(1) is not None:
+            return marks.code(match.group(1))
+        if match.group(2) is not None:
+            return marks.literal(match.group(2))
+        return marks.emphasis(match.group(3), _render(match.group(4), marks))
+
+    out, last = [], 0
+    for match in _INLINE.finditer(text):
+        out += [marks.text(text[last:match.start()]), one(match)]
+        last = match.end()
+    return "".join([*out, marks.text(text[last:])])
+
+
+_PLAIN = SimpleNamespace(code=str, literal=str, emphasis=lambda mark, inner: inner,
+                         text=lambda part: part.replace("`", ""))
+_HTML = SimpleNamespace(
+    code=lambda part: f"<code>{html.escape(part, quote=False)}</code>",
+    literal=lambda char: html.escape(char, quote=False),
+    emphasis=lambda mark, inner: f"<strong>{inner}</strong>" if mark == "**" else f"<em>{inner}</em>",
+    text=lambda part: html.escape(part, quote=False).replace("`", ""))
+
 
 def plain(text: str) -> str:
-    """Markdown's code marks dropped, for text shown as plain output."""
-    return text.replace("`", "")
-
-
-_CODE_SPAN = re.compile(r"`([^`]+)`")
+    """Inline markdown (code marks, *emphasis*, **strong**, backslash escapes) dropped, for text
+    shown as plain output: the words stay, the marks go."""
+    return _render(text, _PLAIN)
 
 
 def as_html(text: str) -> str:
-    """Text escaped for HTML, its `code` spans as <code> (no raw backticks on the learner's screen)."""
-    return _CODE_SPAN.sub(r"<code>\1</code>", html.escape(text, quote=False)).replace("`", "")
+    """Text escaped for HTML with its inline markdown rendered: `code` as <code>, *emphasis* as
+    <em>, **strong** as <strong>, escapes as the character (no raw marks on the learner's screen)."""
+    return _render(text, _HTML)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ def record_session(results: list[Result], seed: int, category: str | None = None
             total["right"] += counts["right"]
             total["answered"] += counts["answered"]
             total["seconds"] = round(total.get("seconds", 0.0) + counts["seconds"], 1)
+            for key in ("fix_tried", "fixed"):
+                total[key] = total.get(key, 0) + counts[key]
     return entry
 
 
@@ -70,8 +72,8 @@ def history_text(hist: dict | None = None) -> str:
              f"best {hist.get('best', 0.0):.0%}"]
     cats = hist.get("categories", {})
     if cats:
-        lines.append("per category (right, mean time per drill): " + ", ".join(
-            f"{c} {v['right']}/{v['answered']}{mean_time(v)}" for c, v in sorted(cats.items())))
+        lines.append("per category (diagnoses right, mean time per drill, fixes accepted): " + ", ".join(
+            f"{c} {v['right']}/{v['answered']}{mean_time(v)}{fix_text(v)}" for c, v in sorted(cats.items())))
     return "\n".join(lines)
 
 
@@ -82,9 +84,16 @@ def mean_time(totals: dict) -> str:
     return f" in {totals['seconds'] / totals['answered']:.0f} s"
 
 
+def fix_text(totals: dict) -> str:
+    """', fixes 2/3' (fix-it edits accepted / tried), or '' when no fix was tried."""
+    tried = totals.get("fix_tried", 0)
+    return f", fixes {totals.get('fixed', 0)}/{tried}" if tried else ""
+
+
 def plot_history(hist: dict | None = None):
     """A small figure: each round's score and the best so far; accuracy per category beside it."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     hist = history() if hist is None else hist
     sessions = hist.get("sessions", [])
@@ -97,6 +106,9 @@ def plot_history(hist: dict | None = None):
         left.plot(rounds, scores, "o-", label="round")
         left.plot(rounds, best, "--", color="gray", label="best so far")
         left.legend(fontsize=9, loc="lower right")
+        # whole rounds only: one round must not get an axis from 0.96 to 1.04
+        left.set_xlim(0.5, len(scores) + 0.5)
+        left.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     else:
         left.text(0.5, 0.5, "no rounds yet", ha="center", va="center", transform=left.transAxes)
     left.set(ylim=(-5, 105), xlabel="round", ylabel="score (%)", title="timed drills")

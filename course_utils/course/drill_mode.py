@@ -11,9 +11,11 @@ and records it. From code: ``start()``, ``answer(choice, hypothesis)``, ``reveal
 ``finish()``. The terminal version is ``course drill`` (``course_utils.course.drill_cli``).
 
 Scoring: a right answer within the time is 1 point, a right answer after the clock ran out ½, a wrong
-one 0. Every answer also counts as a card answer (progress key "drills", lesson 07). Finished rounds
-are kept in the progress file under their own key, "drill_sessions"; ``history()``,
-``history_text()`` and ``plot_history()`` read them back.
+one 0. A timed answer is not a card answer (lesson 07's key "drills" counts only cards). Finished
+rounds are kept in the progress file under their own key, "drill_sessions" (nothing at all with
+``record=False``); ``history()``, ``history_text()`` and ``plot_history()`` read them back.
+``drills=[ids]`` serves the given drills (as declared) instead of a seeded draw; ``adaptive=True``
+draws from the learner's missed drills and weakest categories (``drill_plan``), with reasons.
 
 This module is the entry point and holds the round itself; the rules (choosing drills, points, the
 score table) are in ``drill_scoring``, the history in ``drill_history``, the widget in
@@ -22,11 +24,14 @@ score table) are in ``drill_scoring``, the history in ``drill_history``, the wid
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 
+from course_utils.core.glyphs import glyph
+from course_utils.course import drill_fixit as fixit
 from course_utils.course.drill_history import (
     KEY,
     MAX_SESSIONS,
@@ -35,6 +40,7 @@ from course_utils.course.drill_history import (
     plot_history,
     record_session,
 )
+from course_utils.course.drill_plan import plan
 from course_utils.course.drill_scoring import (
     LETTERS,
     SECONDS,
@@ -47,7 +53,7 @@ from course_utils.course.drill_scoring import (
     time_limit,
 )
 from course_utils.course.drill_widget import FINISH, NEXT, START, build_widget
-from course_utils.drills import Drill, record_answer
+from course_utils.drills import Drill, get
 from course_utils.drills.hypothesis_gate import hypothesis_problem
 
 __all__ = ["FINISH", "KEY", "LETTERS", "MAX_SESSIONS", "NEXT", "SECONDS", "START", "DrillSession", "Result",
@@ -60,16 +66,25 @@ class DrillSession:
 
     def __init__(self, seed: int | None = None, category: str | None = None, count: int | None = 5,
                  seconds: int | None = None, source: str = "notebook",
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, drills: Sequence[str] | None = None,
+                 record: bool = True, adaptive: bool = False):
         self.seed = secrets.randbelow(10_000) if seed is None else seed
         self.category = category_name(category)
-        self.drills = pick(self.seed, self.category, count)
-        self.fixed_seconds, self.source, self.clock = seconds, source, clock
+        self.reasons: dict[str, str] = {}  # adaptive: why each drill was chosen
+        if drills:
+            self.drills = [get(i) for i in drills]
+        elif adaptive and self.category is None:
+            chosen = plan(count or 5, self.seed)
+            self.drills, self.reasons = [d for d, _ in chosen], {d.id: why for d, why in chosen}
+        else:
+            self.drills = pick(self.seed, self.category, count)
+        self.fixed_seconds, self.source, self.clock, self.record = seconds, source, clock, record
         self.index = 0
         self.results: list[Result] = []
         self.recorded: dict | None = None
         self.controls: SimpleNamespace | None = None
         self._started_at: float | None = None
+        self._fixes: dict[int, bool] = {}  # drill index -> a fix-it edit was accepted
 
     # --- state ------------------------------------------------------------------------------------
     @property
@@ -110,9 +125,10 @@ class DrillSession:
         """A drill without its title (the title would give the bug away): code, question, choices."""
         q = drill.question
         n = self.drills.index(drill) + 1
+        why = [f"chosen: {self.reasons[drill.id]}"] if drill.id in self.reasons else []
+        code = ["    " + ln for ln in drill.buggy_code.rstrip("\n").splitlines()]
         lines = [f"Drill {n} of {len(self.drills)} · {drill.category} · {clock_text(self.seconds)} "
-                 "on the clock", "", *("    " + ln for ln in drill.buggy_code.rstrip("\n").splitlines()),
-                 "", f"Q: {q.prompt}"]
+                 "on the clock", *why, "", *code, "", f"Q: {q.prompt}"]
         lines += [f"  {LETTERS[i]}) {choice}" for i, choice in enumerate(q.choices)]
         return "\n".join(lines)
 
@@ -121,8 +137,27 @@ class DrillSession:
         problem = hypothesis_problem(self._need_current().buggy_code, hypothesis)
         if problem:
             raise ValueError(problem)
-        result = self._grade(letter_index(self._need_current(), choice), hypothesis, record_card=True)
+        result = self._grade(letter_index(self._need_current(), choice), hypothesis)
         return self._feedback(result)
+
+    def fix(self, code: str) -> str:
+        """Fix-it mode: judge ``code``, an edit of the current drill's buggy code (before or after
+        the letter; a fix accepted before any letter answers the drill, as a right diagnosis).
+        The verdict's text; the drill's result keeps whether a fix was accepted."""
+        drill = self.current if self.current is not None and not self.answered else self._last()
+        verdict = fixit.judge(drill, code)
+        index = self.drills.index(drill)
+        self._fixes[index] = self._fixes.get(index, False) or verdict.passed
+        if index < len(self.results):
+            self.results[index] = dataclasses.replace(self.results[index], fixed=self._fixes[index])
+        elif verdict.passed:
+            self._grade(drill.question.answer, "", choice="fix")
+        return verdict.text()
+
+    def _last(self) -> Drill:
+        if not self.results:
+            raise RuntimeError("start the round first")
+        return self.drills[len(self.results) - 1]
 
     def reveal(self) -> str:
         """The current (or last) drill's fix and explanation; only after it was answered."""
@@ -141,8 +176,10 @@ class DrillSession:
         self._started_at = None
         return self.start() if self.current is not None else None
 
-    def finish(self, record: bool = True) -> str:
-        """End the round: record it in the history (once) and return the score table."""
+    def finish(self, record: bool | None = None) -> str:
+        """End the round: record it in the history (once; never for a session made with
+        ``record=False``) and return the score table."""
+        record = self.record if record is None else record and self.record
         if record and self.results and self.recorded is None:
             self.recorded = record_session(self.results, self.seed, self.category, self.source)
         return self.table()
@@ -158,16 +195,14 @@ class DrillSession:
             raise RuntimeError("this drill is answered: call next()")
         return drill
 
-    def _grade(self, index: int, hypothesis: str, record_card: bool) -> Result:
+    def _grade(self, index: int, hypothesis: str, choice: str | None = None) -> Result:
         drill = self._need_current()
         if self._started_at is None:
             self._started_at = self.clock()
         seconds = self.elapsed()
         right = index == drill.question.answer
-        if record_card:
-            record_answer(drill.id, right, hypothesis)
-        result = Result(drill.id, drill.category, LETTERS[index], right, round(seconds, 1),
-                        seconds > self.seconds, self.seconds)
+        result = Result(drill.id, drill.category, choice or LETTERS[index], right, round(seconds, 1),
+                        seconds > self.seconds, self.seconds, self._fixes.get(self.index))
         self.results.append(result)
         return result
 
@@ -177,14 +212,15 @@ class DrillSession:
         if r.late and r.right:
             took += ", late: half a point"
         if r.right:
-            return f"✔ Right: {r.choice}) {q.choices[q.answer]} ({took})"
-        return (f"✘ Not quite: you chose {r.choice}; the answer is {LETTERS[q.answer]}) "
+            return f"{glyph('right')} Right: {r.choice}) {q.choices[q.answer]} ({took})"
+        return (f"{glyph('wrong')} Not quite: you chose {r.choice}; the answer is {LETTERS[q.answer]}) "
                 f"{q.choices[q.answer]} ({took})")
 
     # --- display ----------------------------------------------------------------------------------------
     def text(self) -> str:
         """The round as plain text (what a terminal or nbval sees)."""
-        where = f"category {self.category}" if self.category else "all categories"
+        where = f"category {self.category}" if self.category else (
+            "chosen from your history" if self.reasons else "all categories")
         return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
                 f"{self.clocks_text()}. Press '{START}' in the widget; from code: "
                 "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")

@@ -76,6 +76,7 @@ class Result:
     seconds: float
     late: bool
     limit: float = SECONDS  # the clock this drill had
+    fixed: bool | None = None  # fix-it mode: the edit was accepted (None: no fix tried)
 
     @property
     def points(self) -> float:
@@ -108,24 +109,29 @@ def score_table(results: list[Result]) -> str:
     for i, r in enumerate(results, 1):
         verdict = "right" if r.right else "wrong"
         late = " late" if r.late else ""
+        fix = {None: "", True: ", fix accepted", False: ", fix not accepted"}[r.fixed]
         lines.append(f"{i:>3}  {r.drill_id:<{width}}{r.category:<13}{r.choice:<8}{verdict:<8}"
-                     f"{clock_text(r.seconds):<5}/ {clock_text(r.limit):<6}{r.points:g}{late}")
+                     f"{clock_text(r.seconds):<5}/ {clock_text(r.limit):<6}{r.points:g}{late}{fix}")
     points = sum(r.points for r in results)
     lines.append(f"score: {points:g} of {len(results)} points ({points / len(results):.0%}); "
                  "each drill's clock fits its length; a late right answer counts half")
     per = per_category(results)
-    lines.append("per category: " + ", ".join(f"{c} {v['right']}/{v['answered']}" for c, v in per.items()))
+    lines.append("per category: " + ", ".join(f"{c} {v['right']}/{v['answered']}" + (
+        f" (fixes {v['fixed']}/{v['fix_tried']})" if v["fix_tried"] else "") for c, v in per.items()))
     return "\n".join(lines)
 
 
 def per_category(results: list[Result]) -> dict[str, dict[str, float]]:
-    """{category: {"right": n, "answered": n, "seconds": total}} over ``results``, categories in
-    order of answer."""
+    """{category: {"right", "answered", "seconds", "fix_tried", "fixed"}} over ``results``,
+    categories in order of answer (a diagnosis score and a fix score)."""
     out: dict[str, dict[str, float]] = {}
     for r in results:
-        entry = out.setdefault(r.category, {"right": 0, "answered": 0, "seconds": 0.0})
+        entry = out.setdefault(r.category, {"right": 0, "answered": 0, "seconds": 0.0,
+                                            "fix_tried": 0, "fixed": 0})
         entry["answered"] += 1
         entry["right"] += int(r.right)
+        entry["fix_tried"] += int(r.fixed is not None)
+        entry["fixed"] += int(bool(r.fixed))
         entry["seconds"] = round(entry["seconds"] + r.seconds, 1)
     return out
 

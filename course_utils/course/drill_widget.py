@@ -12,6 +12,7 @@ import html
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from course_utils.course import drill_fixit as fixit
 from course_utils.course.drill_history import history_text, plot_history
 from course_utils.course.drill_scoring import clock_text
 from course_utils.course.widgets import row
@@ -19,7 +20,7 @@ from course_utils.course.widgets import row
 if TYPE_CHECKING:
     from course_utils.course.drill_mode import DrillSession
 
-START, NEXT, FINISH = "Start drill", "Next drill", "Finish round"
+START, NEXT, FINISH, RUN_FIX = "Start drill", "Next drill", "Finish round", "Run my fix"
 
 
 def build_widget(session: DrillSession):
@@ -48,15 +49,17 @@ def build_widget(session: DrillSession):
     summary = w.Output()
     ui = SimpleNamespace(clock=clock, bar=bar, counter=counter, links=links, header=header, status=status,
                          start=start, next=nxt, finish=finish, card_box=card_box, summary=summary,
-                         card=None)
+                         card=None, fix=None)
     session.controls = ui
 
     def show_header():
         drill = session.current
         if drill is not None:
+            why = session.reasons.get(drill.id)
             header.value = (f"<b>Drill {session.index + 1} of {n}</b> · category: "
                             f"{html.escape(drill.category)} · score so far: "
-                            f"{sum(r.points for r in session.results):g}/{len(session.results)}")
+                            f"{sum(r.points for r in session.results):g}/{len(session.results)}"
+                            + (f"<br><i>chosen: {html.escape(why)}</i>" if why else ""))
 
     def restart_clock():
         clock.playing = False
@@ -66,16 +69,39 @@ def build_widget(session: DrillSession):
     def serve():
         drill = session.current
         session.start()
-        card = BugCard(drill)
+        card = BugCard(drill, record=False)  # a timed answer is not a card answer
         box = card.widget()
         box.children = box.children[1:]  # no title: it would name the bug
         card.controls.submit.on_click(on_submit)  # runs after the card's own grading handler
         ui.card = card
-        card_box.children = [box]
+        card_box.children = [box, fix_box(drill)]
         show_header()
         status.value = f"The clock is running: {clock_text(session.seconds)}."
         clock.max = bar.max = session.seconds  # this drill's clock, before it restarts
         restart_clock()
+
+    def fix_box(drill):
+        """Fix-it mode: the buggy code to edit, judged by the drill's own measurement."""
+        if not fixit.has_fixit(drill):
+            return w.HTML("<i>This drill has no fix-it mode: answer with a letter.</i>")
+        height = f"{18 * len(drill.buggy_code.splitlines()) + 20}px"
+        editor = w.Textarea(value=drill.buggy_code, description="Fix it",
+                            layout={"width": "95%", "height": height})
+        run_fix = w.Button(description=RUN_FIX, layout={"width": "max-content"})
+        verdict = w.HTML()
+        ui.fix = SimpleNamespace(editor=editor, run=run_fix, verdict=verdict)
+
+        def on_fix(_):
+            verdict.value = "<i>running your edit in the sandbox...</i>"
+            answered_before = session.answered
+            text = session.fix(editor.value)
+            verdict.value = f"<pre>{html.escape(text)}</pre>"
+            if session.answered and not answered_before:  # the fix answered the drill
+                close_drill(session.results[-1], by_fix=True)
+
+        run_fix.on_click(on_fix)
+        return w.VBox([w.HTML("<b>Or fix it:</b> edit the code; it passes when the symptom is gone "
+                              "and the code still does its job."), editor, run_fix, verdict])
 
     def on_start(_):
         start.disabled = True
@@ -85,15 +111,19 @@ def build_widget(session: DrillSession):
         card = ui.card.controls
         if session.answered or card.choices.index is None:
             return
-        result = session._grade(card.choices.index, card.hypothesis.value, record_card=False)
+        close_drill(session._grade(card.choices.index, card.hypothesis.value))
+
+    def close_drill(result, by_fix=False):
+        card = ui.card.controls
         clock.playing = False
         for control in (card.submit, card.choices, card.hypothesis):
             control.disabled = True
         late = " (after the clock ran out: half a point)" if result.late and result.right else ""
-        status.value = (f"{'Right' if result.right else 'Wrong'} in {clock_text(result.seconds)}{late}. "
+        how = "Fixed" if by_fix else ("Right" if result.right else "Wrong")
+        status.value = (f"{how} in {clock_text(result.seconds)}{late}. "
                         f"Press Reveal for the fix, then {NEXT}.")
-        last = session.index == n - 1
-        nxt.disabled = last
+        card.reveal.disabled = False
+        nxt.disabled = session.index == n - 1
         finish.disabled = False
         show_header()
 
@@ -131,7 +161,6 @@ def build_widget(session: DrillSession):
     nxt.on_click(on_next)
     finish.on_click(on_finish)
     clock.observe(on_tick, names="value")
-    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · "
-                   f"{clock_text(session.seconds)} each")
+    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · {session.clocks_text()}")
     return w.VBox([title, header, row([clock, bar, counter]), status, start, card_box,
                    row([nxt, finish]), summary])

@@ -12,12 +12,14 @@ matplotlib, no widgets, no worker processes). Lesson 08's timed drills and the t
   ``explanation``, ``source``, ``exercise`` (a ``course_utils.bank`` id or None), ``emulated``.
 - ``Symptom``: ``summary`` (text), ``buggy`` (bool), ``values``, ``error``, ``figure()``.
 - ``record_answer()`` / ``answers()``: card answers kept in progress under the key "drills".
-- ``TAUGHT``: the one drill per category lesson 07 works through; ``timed_pool()`` the others,
-  which lesson 08 and ``course drill`` serve (each drill in one of its ``forms``: ``variant(k)``).
+- ``TAUGHT``: the one drill per category lesson 07 works through; ``SHOWN_IN_LESSON_08`` those lesson
+  08 solves in the open; ``timed_pool()`` the others, which lesson 08's rounds and ``course drill``
+  serve (each drill in one of its ``forms``: ``variant(k)``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 from course_utils.core.registry import Registry
@@ -67,18 +69,26 @@ TAUGHT = {
     "seed advice": "seed.retry_yields_twice",
 }
 
-__all__ = ["CATEGORIES", "PROGRESS_KEY", "TAUGHT", "CodeRun", "Drill", "Symptom", "Variant",
+# Drills lesson 08 works through in the open (its method example and its worked interview prompts),
+# so that a timed round never serves a drill a lesson has shown solved.
+SHOWN_IN_LESSON_08 = ("losses.softmax_wrong_dim", "gradients.accumulation_step_mod_4",
+                      "numerics.log_of_zero", "numerics.fp16_without_grad_scaler")
+
+__all__ = ["CATEGORIES", "PROGRESS_KEY", "SHOWN_IN_LESSON_08", "TAUGHT", "CodeRun", "Drill", "Symptom",
+           "Variant",
            "all_drills", "answers", "by_category", "get", "ids", "record_answer", "run_code",
-           "taught", "timed_pool"]
+           "shown_solved", "taught", "timed_pool"]
 
 
 def _load():
+    from course_utils.drills.fixit_cases import FIXIT
+
     for module_name, category in MODULES:
         module = importlib.import_module(f"course_utils.drills.{module_name}")
         for drill in module.DRILLS:
             if drill.category != category or not drill.id.startswith(category.split()[0] + "."):
                 raise ValueError(f"drill {drill.id} is not in category {category!r}")
-            yield drill.id, drill
+            yield drill.id, dataclasses.replace(drill, **FIXIT.get(drill.id, {}))
 
 
 REGISTRY: Registry[Drill] = Registry("drill", _load)
@@ -98,13 +108,19 @@ def taught() -> list[Drill]:
     return [get(TAUGHT[c]) for c in CATEGORIES]
 
 
+def shown_solved() -> set[str]:
+    """The ids of every drill a lesson shows solved: lesson 07's taught ones and lesson 08's."""
+    return set(TAUGHT.values()) | set(SHOWN_IN_LESSON_08)
+
+
 def timed_pool(category: str | None = None) -> list[Drill]:
-    """The drills a timed round draws from: every drill lesson 07 does not show (of ``category``
+    """The drills a timed round draws from: every drill no lesson shows solved (of ``category``
     when given). A category with no other drill falls back to its taught one."""
     groups = by_category()
     chosen = [category] if category else list(CATEGORIES)
+    shown = shown_solved()
     pool = []
     for name in chosen:
-        unseen = [d for d in groups[name] if d.id not in TAUGHT.values()]
+        unseen = [d for d in groups[name] if d.id not in shown]
         pool.extend(unseen or groups[name])
     return pool

@@ -57,11 +57,12 @@ AFTER = Drill(
     measure=_after_measure,
     question=shuffled_question(
         "attention.mask_after_softmax",
-        "Padding weights are zeroed after softmax. Why does this still corrupt the output?",
-        "Padding already took part of softmax's denominator",
-        ("It does not: a zero weight means no influence",
-         "Multiplying by the mask breaks autograd's graph",
-         "softmax over a batch mixes the sequences together"),
+        "Scores for the padding keys are set to zero after the softmax, yet the outputs at real positions "
+        "differ from a run without the padding. Why?",
+        "The padded keys already took their share of the normaliser",
+        ("Multiplying by the mask breaks autograd's graph",
+         "softmax over a batch mixes the sequences together",
+         "Zeroed padding is re-normalised by the value projection"),
         "mask the scores with -inf before softmax: exp(-inf) = 0, so padding takes no "
         "probability and the real keys' weights sum to 1"),
     hints=("Sum each row of weights for the padded sequence.",

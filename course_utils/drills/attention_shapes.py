@@ -60,8 +60,8 @@ FUTURE = Drill(
         "attention.no_causal_mask",
         "This attention serves a next-token model. Training loss drops fast, yet generation is "
         "poor. What does the code let the model do?",
-        "Each position attends to the tokens after it",
-        ("Each position attends only to itself",
+        "Every position attends to all the tokens after it",
+        ("Each position attends only to its own token",
          "The 1/sqrt(D) scale flattens every attention row",
          "softmax over the last dim mixes the batch's sequences"),
         "with no mask, query t weighs every key, later ones included; in training the next token is "
@@ -143,10 +143,10 @@ REVERSED = Drill(
         "attention.causal_mask_reversed",
         "This is meant to be causal self-attention. Look at which scores get -inf: what happens "
         "to the first and the last query?",
-        "The first sees only later tokens; the last is all NaN",
-        ("Both attend to themselves only, so the output copies v",
-         "Nothing: masked_fill with -inf keeps each row summing to 1",
-         "The first sees only itself; the last sees every token"),
+        "The first sees only later tokens and the last is NaN",
+        ("The first sees only itself, and the last sees every token",
+         "Nothing, masked_fill with -inf keeps each row summing to 1",
+         "Both attend to themselves only, so the output copies v"),
         "masked_fill writes -inf where its mask is True. tril marks what a query may see, so "
         "filling where it is 1 blocks the past and the diagonal: the first query sees only the "
         "future, and the last query has no key left, so its softmax is 0/0 = NaN"),
@@ -233,10 +233,10 @@ HEADS = Drill(
         "attention.heads_split_by_view",
         "This hand-written multi-head attention runs and has the right output shape, but does "
         "not match nn.MultiheadAttention with the same weights. Why?",
-        "split_heads mixes tokens across heads",
-        ("The scale should be E ** -0.5, not (E // H) ** -0.5",
-         "The weights must be transposed back before the merge",
-         "softmax needs dim=-2 when heads come before tokens"),
+        "split_heads mixes tokens across heads with its view",
+        ("The weights must be transposed back before the merge",
+         "softmax needs dim=-2 when heads come before tokens",
+         "The scale should be E ** -0.5, not (E // H) ** -0.5"),
         "view only reinterprets memory laid out (B, S, E): reading it as (B, H, S, E/H) puts "
         "pieces of different tokens into one head's rows. view(B, S, H, E/H).transpose(1, 2) keeps "
         "each token's slice together"),
@@ -309,10 +309,10 @@ OVERFLOW = Drill(
         "attention.fp16_scores_overflow",
         "With half-precision q, k and v, some attention rows come out NaN although every input "
         "is finite. Where does the first non-finite value appear?",
-        "In q @ k^T: a dot product passes 65504",
-        ("In softmax: float16 cannot hold weights below 1e-4",
-         "In .half(): activations of size 40 do not fit float16",
-         "In weights @ v: NaN comes from summing many float16 terms"),
+        "In q @ k^T, where a dot product exceeds 65504",
+        ("In softmax, since float16 cannot hold any weight below 1e-4",
+         "In .half(), as activations of size 40 overflow float16",
+         "In weights @ v, from summing many float16 terms"),
         "an aligned query and key of size ~40 in 64 dims give a dot product near 40^2 * 64 = "
         "102400, above float16's 65504, so the matmul writes inf; dividing by sqrt(D) afterwards "
         "keeps it inf, and softmax of a row holding inf computes inf - inf = NaN"),

@@ -214,6 +214,10 @@ class Drill:
     emulated: str = ""  # what a CPU run stands in for, when anything ("" = nothing emulated)
     variants: tuple[Variant, ...] = field(default=(), repr=False, compare=False)
     variant_index: int = 0  # 0: the code as declared; k: variants[k - 1] applied
+    # fix-it mode (``fixit.py``): other correct fixes, as (old, new) edits of the declared buggy
+    # code, and a check of the job beyond the symptom: job(edited run, fixed run) -> problem or None
+    other_fixes: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    job: Callable[[CodeRun, CodeRun], str | None] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A comment in the code a learner must read could name the bug: the buggy version shows
@@ -239,6 +243,15 @@ class Drill:
         return dataclasses.replace(self, buggy_code=v.apply(self.buggy_code),
                                    fixed_code=v.apply(self.fixed_code),
                                    runner=_aliased(self.runner, v.names), variant_index=k)
+
+    def other_fix_codes(self) -> list[str]:
+        """The declared buggy code with each of ``other_fixes`` made (form 0 only)."""
+        out = []
+        for old, new in self.other_fixes:
+            if old not in self.buggy_code:
+                raise ValueError(f"{self.id}: other fix {old!r} matches no line of the buggy code")
+            out.append(self.buggy_code.replace(old, new))
+        return out
 
     def symptom(self) -> Symptom:
         """Run the buggy code and measure what it did."""

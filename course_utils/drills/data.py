@@ -60,12 +60,12 @@ SHUFFLE = Drill(
     measure=_shuffle_measure,
     question=shuffled_question(
         "data.no_shuffle",
-        "The data file is sorted by class. Training runs, but the model favours the class it saw "
-        "last. What is missing?",
-        "shuffle=True in the training DataLoader",
-        ("A larger batch size, so each batch sees more data",
-         "num_workers > 0, so batches are loaded in parallel",
-         "drop_last=True, so the last partial batch is skipped"),
+        "Training runs, yet the model favours whichever class it saw last, and the loss curve steps up at "
+        "each epoch's start. What is missing?",
+        "shuffle=True in the training DataLoader, so batches mix the classes",
+        ("drop_last=True, so the last partial batch is skipped",
+         "num_workers > 0, so batches load in parallel",
+         "A larger batch, so that each batch sees more classes"),
         "DataLoader's shuffle defaults to False; sorted data then gives single-class batches"),
     hints=("Look at the labels of a few consecutive batches.",
            "DataLoader(..., shuffle=True) for training; keep evaluation loaders unshuffled."),
@@ -137,10 +137,10 @@ LEAK = Drill(
     question=shuffled_question(
         "data.test_statistics_leak",
         "Validation looks better than production. What is wrong with this preprocessing?",
-        "mean and std are fitted on all rows, test rows included",
-        ("std() should use unbiased=False for large datasets",
-         "Each batch should be normalised with its own statistics",
-         "Nothing: more rows give better statistics"),
+        "The normalisation statistics also include the test rows",
+        ("Nothing, since more rows give better statistics",
+         "std() should use unbiased=False for large datasets",
+         "Each batch should be normalised by its own statistics"),
         "fit every preprocessing statistic on the training split only, then apply it unchanged "
         "to validation and test"),
     hints=("Which rows do mean and std see?",
@@ -203,9 +203,9 @@ CONSTANTS = Drill(
         "data.wrong_normalisation_constants",
         "The network trains slowly and its first layer saturates. What is wrong with the input "
         "normalisation?",
-        "The constants assume pixels in [0, 1]; these are 0..255",
+        "The constants suit pixels in [0, 1], but these run 0..255",
         ("uint8 images must be normalised per image, not per channel",
-         "The std must be divided out before the mean is subtracted",
+         "The std must be divided out first, then the mean subtracted",
          "The constants must be computed on the test split"),
         "normalisation constants belong to a data scale: convert to [0, 1] first or compute "
         "the constants from your own training data"),

@@ -38,10 +38,10 @@ MISMATCH = Drill(
         "devices.device_mismatch",
         "The model was moved to the accelerator (the \"meta\" device stands in for it here: on a Mac, "
         "read \"mps\"); the forward pass raises an error about devices. Why?",
-        "x stayed on the CPU; the model is on the GPU",
-        ("The batch is too large for the GPU's memory",
-         "Unified memory should share tensors, so this is a driver bug",
-         "The model must be moved after its inputs, not before"),
+        "x is still a CPU tensor, unlike the model's weights",
+        ("The batch is too large for the accelerator's memory",
+         "The model must be moved after its inputs, not before",
+         "Unified memory should share tensors, so it is a driver bug"),
         "placement is explicit: move (or create) every tensor a model meets on the model's "
         "device, inputs and labels alike"),
     hints=("Compare x.device with next(model.parameters()).device.",

@@ -2,7 +2,7 @@
 
 Workers started with the "spawn" method must be importable, so they live in this module, not in
 a notebook. ``main`` joins a TCPStore on 127.0.0.1 and runs *phases*: each phase creates a gloo
-process group (always with ``timeout=``: the default is 30 minutes), executes the phase's code
+process group (always with ``timeout=``: gloo's default is 30 minutes), executes the phase's code
 with ``rank``, ``world``, ``dist``, ``torch`` and ``timeout`` defined, records the error and the
 numbers the code left, and destroys the group. Results go to ``rank<r>.json`` after every phase
 and the process's native output (gloo's log lines) to ``rank<r>.log``, so nothing reaches the

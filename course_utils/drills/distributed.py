@@ -1,9 +1,9 @@
 """Distributed bugs (lesson 07): a rank that skips a batch, so the other waits in a collective.
 
 Real gloo, two processes on 127.0.0.1 (``dist_worker.main``, started with ``mp.spawn``). Every
-process group gets ``timeout=`` (the default is 30 minutes) and the parent kills the workers at
-a hard bound, so the drill can never hang a lesson. ``investigate()`` runs the bug, the two
-diagnoses (``monitored_barrier`` and ``TORCH_DISTRIBUTED_DEBUG=DETAIL``) and the fix in one
+process group gets ``timeout=`` (the default is 30 minutes for gloo, 10 for NCCL) and the parent
+kills the workers at a hard bound, so the drill can never hang a lesson. ``investigate()`` runs the
+bug, the two diagnoses (``monitored_barrier`` and ``TORCH_DISTRIBUTED_DEBUG=DETAIL``) and the fix in one
 launch; ``stable_report()`` turns its results into lines that do not vary between runs.
 """
 
@@ -215,10 +215,10 @@ SKIP = Drill(
     question=shuffled_question(
         "distributed.rank_skips_batch",
         "In DDP, rank 0 skips one batch with continue; the other ranks go on. What happens?",
-        "The others wait in a collective rank 0 skipped",
-        ("DDP notices and skips that batch on every rank",
-         "Rank 0 raises a clear error at its next step",
-         "Nothing: each rank averages its own gradients"),
+        "The others hang in an all-reduce until the timeout",
+        ("Rank 0 raises a clear error at its next step",
+         "Nothing, as each rank averages its own gradients",
+         "DDP notices and skips that batch on every rank"),
         "collectives match by call order, not by step; every rank must make the same calls in "
         "the same order"),
     hints=("Count the all_reduce calls on each rank.",
@@ -228,8 +228,8 @@ SKIP = Drill(
     explanation="Collectives are matched by the order in which each rank calls them. After rank "
                 "0 skips step 2, its step-3 all-reduce pairs with the others' step 2 (the sums "
                 "are silently wrong), and the others' last all-reduce has no partner: they wait "
-                "until the process group's timeout, 30 minutes by default, with no error in "
-                "between. monitored_barrier (gloo) names the rank that did not arrive; "
+                "until the process group's timeout (by default 10 minutes with NCCL, 30 with gloo), "
+                "with no error in between. monitored_barrier (gloo) names the rank that did not arrive; "
                 "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective's type and shapes across "
                 "ranks and reports the mismatch at once. Fix: every rank makes every call (join "
                 "with a zero contribution) or filter before sharding.",

@@ -52,10 +52,10 @@ ZERO_GRAD = Drill(
     question=shuffled_question(
         "gradients.missing_zero_grad",
         "The loss falls at first, then the run goes unstable. What is wrong with this loop?",
-        "Nothing clears .grad, so gradients pile up",
-        ("Reusing one batch every step overfits it until the run diverges",
-         "The weights start too large, so the gradients explode",
-         "The learning rate is too high for this linear model"),
+        "Each step adds its gradient onto the gradients of every earlier step",
+        ("The weights start too large, so the updates explode",
+         "The learning rate is too high for this linear model",
+         "Reusing one batch every step overfits it until it diverges"),
         "PyTorch accumulates gradients on purpose; without zero_grad() the gradient at step k is "
         "the sum of all k so far (with SGD on one batch, as if the learning rate grew every step)"),
     hints=("Print model.weight.grad.norm() after each backward().",
@@ -171,10 +171,10 @@ ACCUM = Drill(
         "gradients.accumulation_step_mod_4",
         "This loop should make one update per 4 micro-batches, equal to a big-batch step. "
         "What is wrong?",
-        "Never zeroed, never divided, and it steps after batch 1",
-        ("Nothing: accumulating only changes speed, never the result",
-         "The learning rate must be divided by 4 to match a big batch",
-         "backward() must wait until all 4 losses are summed"),
+        "It steps after batch 1 and never zeroes or divides the sum",
+        ("backward() must wait until all 4 losses are summed",
+         "Accumulating changes only the speed, never the update",
+         "The learning rate must be divided by 4 to match a big batch"),
         "accumulation must sum a quarter of each micro-batch's gradient over exactly 4 "
         "micro-batches, step, then zero"),
     hints=("Count the micro-batches that contribute to each optimizer.step().",
@@ -242,10 +242,10 @@ INPLACE = Drill(
         "gradients.inplace_breaks_autograd",
         "backward() raises 'one of the variables needed for gradient computation has been "
         "modified by an inplace operation'. Which line is responsible, and why?",
-        "h += x overwrites the output sigmoid saved for backward",
-        ("layer(x): Linear frees its saved input after the forward",
-         "h.sum(): a reduction cannot follow an in-place add",
-         "torch.sigmoid: its gradient is undefined for large inputs"),
+        "h += x: it overwrites sigmoid's stored activation",
+        ("h.sum(): a reduction cannot follow an in-place add",
+         "torch.sigmoid: its gradient is undefined for large inputs",
+         "layer(x): Linear frees its saved input after the forward"),
         "autograd keeps a version counter on every saved tensor and refuses to use one that "
         "changed after it was saved"),
     hints=("Which operations keep their output for backward? sigmoid, exp and tanh do.",

@@ -55,10 +55,10 @@ SHIFT = Drill(
         "losses.next_token_labels_unshifted",
         "A next-token model's loss falls to almost zero within a few steps. At generation time it "
         "just repeats its input. Why?",
-        "The target at position t is token t itself",
+        "Position t's target is its own input token",
         ("lr=0.05 is too high for Adam, so it overfits",
-         "cross_entropy wants logits of shape (B, V, S)",
-         "The embedding and output layers should share weights"),
+         "The embedding and output layers should share weights",
+         "cross_entropy wants logits of shape (B, V, S)"),
         "the logits at position t must be scored against token t+1: logits[:, :-1] against "
         "tokens[:, 1:]. Scored against token t, the model only has to copy what it reads"),
     hints=("Compare the model's argmax guesses with the tokens it reads and with the next ones.",
@@ -139,10 +139,10 @@ CLASSDIM = Drill(
         "losses.cross_entropy_class_dim",
         "The loss falls, no error is raised, yet next-token accuracy stays low. Which dimension "
         "does F.cross_entropy treat as the classes here?",
-        "Dim 1, the sequence positions",
-        ("The last dim, the vocabulary entries",
-         "The flattened batch times positions, B*S rows",
-         "None: it raises when targets are not one-hot"),
+        "Dim 1, which here holds the sequence positions",
+        ("The last dim, which holds the vocabulary entries",
+         "The flattened batch times positions, one row per token",
+         "None, it raises when targets are not one-hot"),
         "F.cross_entropy reads input (N, C, d1, ...): with logits (B, S, V) it takes the S "
         "positions as classes and the vocabulary as an extra dim. It runs only because S == V "
         "here. Pass logits.transpose(1, 2) or flatten both to (B*S, V) and (B*S,)"),
@@ -223,10 +223,10 @@ SQUEEZE = Drill(
         "losses.squeeze_batch_of_one",
         "The first four batches train; the fifth raises a shape error. What is different "
         "about that batch?",
-        "It has one sample; squeeze() drops that dim",
-        ("The DataLoader pads the last batch with zeros",
-         "The fifth batch's labels are all one class",
-         "SGD's step changes the model's output shape"),
+        "It holds one sample, which squeeze() drops",
+        ("The fifth batch's labels are all one class",
+         "SGD's step changes the model's output shape",
+         "The DataLoader pads the last batch with zeros"),
         "33 samples in batches of 8 leave a last batch of 1. squeeze() removes every size-1 dim, "
         "so (1, 1) logits become a 0-d tensor while the labels keep shape (1,). squeeze(1) "
         "removes only the dim you mean"),
@@ -309,9 +309,9 @@ PADDING = Drill(
         "losses.padding_in_lm_loss",
         "Sequences of different lengths are padded with PAD. Which target positions does this "
         "loss average over?",
-        "All of them, the padding targets included",
-        ("Only the real tokens: cross_entropy skips padding itself",
-         "The first sequence only, since the rest are shorter",
+        "Every position, the padding targets included",
+        ("The first sequence only, since the rest are shorter",
+         "The real tokens, since cross_entropy skips padding",
          "Each sequence's mean, weighted by its length"),
         "cross_entropy scores every target unless told otherwise; here about half the targets "
         "are PAD. The model spends its fit on predicting padding, the reported loss is not the "

@@ -94,10 +94,10 @@ WORKERS = Drill(
         "data.worker_rng_copies",
         "The random shift should differ for every sample of every epoch. With num_workers=2, "
         "how many different shifts do these two epochs produce?",
-        "A quarter: each worker, each epoch, repeats one stream",
-        ("All 32: since PyTorch 1.9 every worker's RNGs are seeded apart",
-         "All 32, but only with shuffle=True; in order they repeat",
-         "Half: the two workers share one generator and take turns"),
+        "A quarter: every worker replays one identical stream per epoch",
+        ("All 32, since PyTorch 1.9 seeds every worker's RNGs apart",
+         "Half, the two workers share one generator and take turns",
+         "All 32, but only with shuffle=True, in order they repeat"),
         "the generator is an object inside the Dataset; each worker gets a copy in the same "
         "state, and the main process's copy never advances"),
     hints=("Print the shifts of batch 1 and batch 2: different workers made them.",
@@ -202,9 +202,9 @@ VALIDATE = Drill(
         "data.validation_in_train_mode",
         "Validating the same checkpoint twice on the same data gives two different losses, "
         "and the checkpoint saved after validating no longer matches the one loaded. Why?",
-        "The loaded model is still in training mode",
-        ("torch.no_grad() is missing, so validation updates the weights",
-         "load_state_dict skips BatchNorm's running statistics",
+        "The reloaded checkpoint is validated in training mode",
+        ("load_state_dict skips BatchNorm's running statistics",
+         "torch.no_grad() is missing, so validation updates the weights",
          "The validation data needs shuffle=False to give one answer"),
         "load_state_dict restores tensors, not the mode; a new module starts in training mode"),
     hints=("Print the model's .training flag right after load_state_dict.",

@@ -65,10 +65,10 @@ DOUBLE = Drill(
     question=shuffled_question(
         "losses.double_softmax",
         "The loss plateaus well above zero on data a linear layer can learn. Why?",
-        "cross_entropy applies softmax to probabilities again",
-        ("lr=1.0 overshoots, so the loss bounces above its minimum",
-         "argmax labels carry no gradient, so the model cannot fit",
-         "cross_entropy needs one-hot float targets, not indices"),
+        "cross_entropy re-normalises values that are already probabilities",
+        ("cross_entropy needs one-hot float targets, not indices",
+         "lr=1.0 overshoots, so the loss bounces above its minimum",
+         "argmax labels carry no gradient, so the model cannot fit"),
         "F.cross_entropy expects raw logits; probabilities in [0, 1] squeezed through a second "
         "softmax can never give a confident distribution"),
     hints=("What does F.cross_entropy do to its input first?",
@@ -135,11 +135,12 @@ DIM = Drill(
     measure=_dim_measure,
     question=shuffled_question(
         "losses.softmax_wrong_dim",
-        "logits has shape [batch, seq, vocab]. What does softmax(dim=0) do here?",
-        "Normalises across the batch, so sequences compete",
-        ("Normalises over the vocabulary: dim 0 is the default",
-         "Normalises each sequence over its positions",
-         "Normalises each sequence's logits as one flat vector"),
+        "logits has shape [batch, seq, vocab], and each next-token distribution sums to far from 1. What "
+        "does softmax(dim=0) normalise over?",
+        "The batch: sequences compete at each position",
+        ("Each sequence's positions, one vocabulary entry at a time",
+         "Each sequence's logits as one flat vector",
+         "The vocabulary, since dim 0 is the default"),
         "softmax normalises along the dimension you name; for next-token probabilities that is "
         "the vocabulary, dim=-1"),
     hints=("Sum probs over the vocabulary: do you get 1?",
@@ -207,10 +208,10 @@ MASK = Drill(
     question=shuffled_question(
         "losses.mask_broadcast",
         "No error, a plausible number. What does this masked loss compute?",
-        "A (B, B, S) product that counts padding from other rows",
-        ("The mean loss over real tokens, as intended",
-         "The mean over all tokens, padding included, nothing else",
-         "The per-sequence mean, averaged over the batch"),
+        "A (B, B, S) product that counts other rows' padding",
+        ("The per-sequence mean, averaged over the batch",
+         "The mean loss over real tokens, as intended",
+         "The mean over all B*S tokens, padding included, as if unmasked"),
         "broadcasting aligns shapes from the right and stretches size-1 dimensions without a "
         "warning; assert the mask's shape before using it"),
     hints=("Print (loss_per_token * attn_mask).shape.",

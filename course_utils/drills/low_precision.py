@@ -44,10 +44,10 @@ TOTAL = Drill(
     question=shuffled_question(
         "numerics.bf16_running_total",
         "Every loss lies between 2.0 and 2.5, yet the logged epoch mean does not. Why?",
-        "Once the total is large, each new loss rounds away",
-        ("bfloat16 cannot represent values between 2.0 and 2.5",
-         "total.item() converts to float64 and loses the sum",
-         "torch.rand in bfloat16 returns mostly zeros"),
+        "A large bfloat16 accumulator rounds away each additional loss",
+        ("total.item() converts to float64 and loses the sum",
+         "bfloat16 cannot represent values between 2.0 and 2.5",
+         "torch.rand in bfloat16 returns mostly zeros here"),
         "bfloat16 keeps 8 significant bits: above 1024 neighbouring values are 8 apart, so adding "
         "about 2.25 rounds back to the same total and the sum stalls. Keep totals in float32"),
     hints=("Print total after every 200 losses.",
@@ -130,10 +130,10 @@ CLIP = Drill(
         "numerics.clip_before_unscale",
         "With a GradScaler and gradient clipping at max_norm=1.0, the loss barely moves in 30 "
         "steps. What do the clipped gradients measure?",
-        "The scaled gradients, so steps shrink by the scale",
-        ("The float16 gradients, which underflowed to zero",
-         "The unscaled gradients, clipped twice by step()",
-         "Nothing: clip_grad_norm_ skips the step's inf checks"),
+        "The still-scaled gradients, so every step shrinks by the scale",
+        ("Nothing, since clip_grad_norm_ skips the inf checks",
+         "The unscaled gradients, clipped a second time inside scaler.step()",
+         "The float16 gradients, which underflowed to zero"),
         "scaler.scale(loss) multiplies the loss, hence the gradients, by the scale (65536 at "
         "first). Clipping those to norm 1.0 and then letting scaler.step divide by the scale "
         "leaves steps 65536 times too small. Call scaler.unscale_(optimizer) before clipping"),

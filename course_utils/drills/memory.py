@@ -75,9 +75,9 @@ BUDGET = Drill(
         "The model fits for evaluation but training runs out of memory. What does the budget "
         "forget?",
         "Gradients, Adam's two moments, and saved activations",
-        ("Nothing: training and inference need the same memory",
-         "Only the batch of inputs, a few megabytes",
-         "The learning-rate scheduler's state"),
+        ("The batch of inputs, which is a few megabytes",
+         "Nothing, training and inference need the same memory",
+         "The learning-rate scheduler's state and the loss"),
         "fp32 Adam training holds 16 bytes per parameter (weights, gradient, exp_avg, "
         "exp_avg_sq) before any activation"),
     hints=("List every tensor an Adam step keeps: weights, .grad, and optimizer.state.",
@@ -141,10 +141,10 @@ GRAPH = Drill(
     question=shuffled_question(
         "memory.eval_keeps_graph",
         "model.eval() was called, yet validation memory grows with every batch kept. Why?",
-        "eval() does not stop autograd; outputs keep graphs",
+        "Every output kept under eval() still holds its graph",
         ("eval() caches batch statistics for every batch it sees",
-         "Every forward adds a .grad buffer to each weight",
-         "The list comprehension copies every batch"),
+         "The list comprehension copies every batch",
+         "Every forward adds a .grad buffer to each weight"),
         "eval() and no_grad() are different switches: one changes layer behaviour, the other "
         "stops autograd from recording"),
     hints=("Check outputs[0].grad_fn.",
@@ -213,10 +213,10 @@ CKPT = Drill(
     question=shuffled_question(
         "memory.checkpoint_no_grad_input",
         "After adding checkpointing to save memory, block1 stops learning. Why?",
-        "Reentrant checkpoint: no input requires grad, so no graph",
-        ("Checkpointing always freezes the parameters of the block it wraps",
+        "The reentrant checkpoint sees no input needing grad",
+        ("Checkpointing freezes the parameters of the block it wraps",
          "The activation's output cannot be recomputed exactly",
-         "The recomputation uses a different random seed"),
+         "The recomputation draws a different random seed"),
         "the reentrant implementation only builds a graph through inputs that require grad; "
         "use_reentrant=False tracks the block's parameters as well"),
     hints=("Print block1[0].weight.grad after backward().",

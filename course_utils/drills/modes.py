@@ -45,11 +45,11 @@ DROPOUT = Drill(
     measure=_dropout_measure,
     question=shuffled_question(
         "modes.dropout_at_eval",
-        "Accuracy is 90% in training but jumps between 60% and 89% at inference, run to run. "
-        "The model has Dropout(0.3). Most likely cause?",
-        "eval() was never called: dropout is still active",
+        "Accuracy is 90% in training but jumps between 60% and 89% at inference, run to run, on the same "
+        "test set. Most likely cause?",
+        "The model is still in training mode at inference",
         ("The test set is too small to measure accuracy reliably",
-         "Dropout(0.3) is too high; 0.1 would make inference stable",
+         "The dropout rate is too high for inference to be stable",
          "The weights are still being updated during inference"),
         "dropout is random only in training mode; model.eval() turns it into the identity"),
     hints=("Call the model twice on the same input: are the outputs equal?",
@@ -120,9 +120,9 @@ BATCHNORM = Drill(
         "modes.batchnorm_at_eval",
         "The same sample gets a different prediction depending on which other samples share "
         "its batch. Why?",
-        "BatchNorm is in training mode: batch statistics",
-        ("torch.no_grad() changes the arithmetic of the forward pass",
-         "Linear layers mix information across the samples of a batch",
+        "BatchNorm still uses the current mean and variance of its input",
+        ("Linear layers mix information across a batch's samples",
+         "torch.no_grad() changes the arithmetic of the forward",
          "The random seed differs between the two batches"),
         "in training mode BatchNorm uses (and updates) batch statistics; in eval mode it uses "
         "the running averages, so samples are independent"),

@@ -69,10 +69,10 @@ LR = Drill(
         "numerics.lr_too_high",
         "The loss grows by a constant factor every step, reaches inf, then NaN. First thing to "
         "try?",
-        "Lower the learning rate, e.g. 10x",
-        ("Switch to float64 so the loss cannot overflow",
-         "Add layers so the model has more capacity",
-         "Increase the batch size 10x to reduce noise"),
+        "Lower the learning rate, say to a tenth",
+        ("Increase the batch size 10x to reduce the noise",
+         "Switch to float64 so the loss cannot overflow",
+         "Clip the loss so that it stays below 1e4"),
         "a step larger than the curvature allows overshoots; the error is multiplied every "
         "step until float32 overflows"),
     hints=("Plot the loss on a log scale: a straight line up means geometric growth.",
@@ -117,7 +117,16 @@ def _log_measure(run: CodeRun) -> Symptom:
     loss, grad_ok = _finite_summary(run)
     buggy = not (math.isfinite(loss) and grad_ok)
     return Symptom(f"loss = {fmt(loss)}; gradient finite: {grad_ok}", buggy,
-                   {"loss": loss, "grad_finite": grad_ok})
+                   {"loss": loss, "grad_finite": grad_ok, "gap": logit_gap(run)})
+
+
+def logit_gap(run: CodeRun) -> float:
+    """The largest gap between a sample's top logit and its target's logit (119.4 as declared)."""
+    logits = next(v for k, v in run.namespace.items() if k in ("logits", "scores"))
+    labels = next(v for k, v in run.namespace.items() if k in ("targets", "labels"))
+    with torch.no_grad():
+        z = logits.detach().float()
+        return float((z.max(dim=1).values - z[torch.arange(len(labels)), labels]).max())
 
 
 LOG = Drill(
@@ -131,16 +140,18 @@ LOG = Drill(
         "numerics.log_of_zero",
         "Training is fine for a while, then the loss is inf and the gradients NaN. What "
         "happens in these two lines?",
-        "softmax underflows to 0 and log(0) = -inf",
-        ("mean() over the large per-sample losses overflows float32",
-         "Indexing probs with targets breaks the gradient",
+        "A probability underflows to 0, and log(0) is -inf",
+        ("Indexing probs with targets breaks the gradient, so it turns NaN",
+         "mean() over the large per-sample losses overflows float32",
          "targets must be float for log-probabilities"),
-        "exp(-118) is below float32's smallest number, so the probability is 0 and its log -inf; "
-        "log_softmax computes the same quantity without forming the probability"),
+        "a logit 119.4 above the target's gives the target a probability near exp(-119.4), below "
+        "float32's smallest number, so it is 0 and its log -inf; log_softmax computes the same "
+        "quantity without forming the probability"),
     hints=("Print probs[1]: is any entry exactly 0?",
            "Use F.log_softmax or F.cross_entropy, which never form the probability."),
-    explanation="A logit 120 above the target's makes softmax give the target exp(-118), below "
-                "float32's smallest subnormal, so it is exactly 0; log(0) = -inf and the backward "
+    explanation="Sample 1's wrong logit is 120 and its target's about 0.6: a gap of 119.4, so "
+                "softmax gives the target about exp(-119.4), below float32's smallest subnormal "
+                "(about exp(-103.3)), and it is exactly 0; log(0) = -inf and the backward "
                 "pass gives NaN. F.log_softmax / F.cross_entropy compute log-probabilities as "
                 "z - logsumexp(z) and stay finite. Adding 1e-8 inside the log (a fix often suggested) "
                 "avoids the inf but caps the loss at 18.4 and flattens its gradient.",
@@ -185,9 +196,9 @@ NORM = Drill(
     question=shuffled_question(
         "numerics.zero_norm_division",
         "One row of unit is all NaN. Why?",
-        "That row's norm is 0, and 0 / 0 is NaN",
-        ("norm() overflows float32 when it squares the features",
-         "keepdim=True broadcasts the norms the wrong way",
+        "That row's norm is 0, and 0 divided by 0 is NaN",
+        ("keepdim=True broadcasts the norms along the wrong dimension",
+         "norm() overflows float32 when it squares the large features of that row",
          "dim=-1 takes each column's norm, not each row's"),
         "a zero vector has no direction; divide by max(norm, eps) so zero rows stay zero"),
     hints=("Print x.norm(dim=-1): which row is 0?",
@@ -249,9 +260,9 @@ EXPLODE = Drill(
         "The gradient norm is in the billions and one SGD step turns the loss into NaN. "
         "Which change keeps the step bounded?",
         "clip_grad_norm_ between backward() and step()",
-        ("zero_grad() after step() instead of before",
-         "clip_grad_norm_ right after optimizer.step()",
-         "A torch.no_grad() block around optimizer.step()"),
+        ("A torch.no_grad() block around optimizer.step()",
+         "zero_grad() after step() instead of before it",
+         "clip_grad_norm_ right after optimizer.step()"),
         "clipping rescales all gradients together so their total norm is at most max_norm; the "
         "direction is kept, the step length is bounded"),
     hints=("Print the total gradient norm before the step.",
@@ -310,10 +321,10 @@ ANOMALY = Drill(
         "numerics.anomaly_detection",
         "detect_anomaly() reports 'LogBackward0 returned nan values' although the forward output "
         "is finite. Why?",
-        "where() still backpropagates into log(0): 0 times 1/0 is NaN",
-        ("log of the negative input is NaN in the forward pass, and where() passes it on",
-         "An in-place op changed a tensor that log saved for backward",
-         "The gradient overflows float32 to inf, then turns NaN"),
+        "where() still backpropagates into log(0), and 0 times 1/0 is NaN",
+        ("The gradient overflows float32 to inf, then turns NaN",
+         "log of the negative input is NaN in the forward, and where() passes it on",
+         "An in-place op changed a tensor that log saved for backward"),
         "where() picks values in the forward pass, but both branches are computed and both "
         "receive a gradient (zero for the unpicked one); 0 * inf = NaN"),
     hints=("Which input of log is 0 or negative?",

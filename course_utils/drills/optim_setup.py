@@ -73,9 +73,9 @@ PLAIN_LIST = Drill(
         "gradients.plain_list_of_layers",
         "The loss falls a little, then stalls far above what a model this size reaches; "
         "saving and reloading the model changes its predictions. What is wrong?",
-        "self.blocks hides its layers from model.parameters()",
-        ("Nothing clears .grad, so gradients pile up",
-         "ReLU after every block kills the gradient of the head",
+        "The blocks in a plain list are not in model.parameters()",
+        ("ReLU after every block kills the gradient of the head",
+         "Nothing clears .grad, so gradients pile up over steps",
          "SGD needs momentum to train more than one hidden layer"),
         "nn.Module registers a submodule only when it is assigned as a Module (or a ModuleList / "
         "ModuleDict); a Python list is an ordinary attribute"),
@@ -162,9 +162,9 @@ SWAP = Drill(
         "gradients.optimizer_before_layer_swap",
         "Fine-tuning a pretrained 10-class model on a 3-class task: the loss barely moves and "
         "the new head's weights are exactly their initial values. Why?",
-        "The optimizer holds the old head, not the new one",
-        ("AdamW's weight decay cancels the new head's updates",
-         "cross_entropy expects 10 classes because the model was pretrained on 10",
+        "The optimizer holds the old head's parameters, not the new ones",
+        ("cross_entropy still expects 10 classes, as the model had in pretraining",
+         "AdamW's weight decay cancels the new head's updates",
          "The backbone must be frozen before a new head can train"),
         "an optimizer keeps references to the tensors it was given when it was built; later "
         "changes to the model do not reach it"),
@@ -250,10 +250,10 @@ DECAY = Drill(
         "gradients.weight_decay_on_norms",
         "A reviewer says this AdamW set-up slowly pulls the LayerNorm scales toward zero. "
         "Where in the code is that, and why?",
-        "One param group decays every tensor, 1-D ones too",
-        ("AdamW applies weight decay to the gradient, which LayerNorm divides away",
+        "One param group applies weight decay to the 1-D gains as well",
+        ("LayerNorm's gain is a buffer, so the optimizer cannot update it",
          "lr=0.01 with GELU makes the LayerNorm gain shrink on its own",
-         "LayerNorm's gain is a buffer, so the optimizer cannot update it"),
+         "AdamW adds decay to the gradient, which LayerNorm divides away"),
         "decoupled weight decay multiplies every parameter in its group by (1 - lr * "
         "weight_decay) each step, gains and biases included"),
     hints=("Print each param group's weight_decay and the shapes of its tensors.",

@@ -101,10 +101,10 @@ LOADER = Drill(
         "performance.data_loading_bottleneck",
         "The profiler's top row is enumerate(DataLoader)...__next__, far above train_step. Where "
         "is the bottleneck?",
-        "Loading the data, not the model",
-        ("The backward pass inside train_step",
-         "The optimizer step inside train_step",
-         "The profiler's own overhead"),
+        "In fetching and preparing each batch, outside the model's own step",
+        ("In the backward pass inside train_step",
+         "In the optimizer step inside train_step",
+         "In the profiler's record_function wrapper"),
         "the DataLoader row times fetching each batch inside the loop; when it outweighs the "
         "step, the accelerator waits for data"),
     hints=("Compare the DataLoader row's CPU total with the train_step row.",
@@ -189,10 +189,10 @@ BREAK = Drill(
     question=shuffled_question(
         "performance.compile_graph_break",
         "torch.compile gives no speed-up on this step. What does torch._dynamo.explain find?",
-        "A graph break at .item(); the branch runs eagerly",
-        ("Nothing: .item() is free inside a compiled function",
-         "A recompilation for every input value, but no break",
-         "An error: torch.compile cannot trace if statements"),
+        "A graph break at .item(), so the branch always runs eagerly",
+        ("Nothing, as .item() is free inside a compiled function",
+         "A recompilation for every new input value, but no graph break",
+         "An error, since torch.compile cannot trace if statements"),
         "a branch on a tensor's value needs that value in Python; keep the decision in the graph "
         "with torch.where"),
     hints=("Run torch._dynamo.explain(step)(x, w) and read break_reasons.",

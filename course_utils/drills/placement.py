@@ -56,10 +56,10 @@ FORWARD = Drill(
         "devices.tensor_created_in_forward",
         "The model and its input were both moved to the accelerator (\"meta\" stands in for it "
         "here: on a Mac, read \"mps\"), yet forward() raises an error about devices. Why?",
-        "forward() creates a CPU tensor: no device= given",
-        ("model.to() moved the Embedding but not the Linear layer",
-         "torch.randint cannot create indices for an accelerator",
-         "math.log returns a Python float, which stays on the CPU"),
+        "forward() builds a CPU tensor, as it passes no device=",
+        ("torch.randint cannot create indices for an accelerator",
+         "math.log returns a Python float, which stays on the CPU",
+         "model.to() moved the Embedding but not the Linear layer"),
         "factory functions (arange, ones, zeros, randn) create on the default device unless "
         "given device=; only the module's registered tensors move with model.to()"),
     hints=("Which tensors in forward() were not made from the input or from a parameter?",

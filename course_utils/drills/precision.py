@@ -64,10 +64,10 @@ FP16 = Drill(
         "numerics.fp16_without_grad_scaler",
         "fp16 autocast, no GradScaler: the loss is normal, one batch of outliers arrives, and "
         "every loss after it is NaN. What happened?",
-        "A float16 gradient overflowed to inf; AdamW used it",
+        "A float16 gradient overflowed to inf, and AdamW applied it",
         ("The outlier batch's loss was NaN in float32 as well",
-         "AdamW cannot update weights that autocast turned to float16",
-         "autocast cast the labels to float16 and they overflowed"),
+         "autocast cast the labels to float16 and they overflowed",
+         "AdamW cannot update weights that autocast has turned into float16 copies"),
         "a float16 gradient passed 65504 and became inf. A GradScaler exists for small gradients "
         "that underflow, but it also skips any step whose gradients hold inf/NaN and lowers its "
         "scale, so that step never reaches the weights"),

@@ -47,10 +47,10 @@ SET_EPOCH = Drill(
         "distributed.sampler_without_set_epoch",
         "This is what one rank of a multi-rank job loads. The sampler shuffles, yet the training "
         "curve repeats the same pattern every epoch. Why?",
-        "The shuffle is seeded by an epoch counter nobody updates",
-        ("shuffle=True is ignored when a sampler is passed to the DataLoader",
-         "Both ranks load the same samples, so each epoch sees half the data",
-         "seed=0 makes every shuffle the identity permutation"),
+        "Every epoch's shuffle is seeded by a counter nobody updates",
+        ("seed=0 makes every shuffle the identity permutation",
+         "shuffle=True is ignored once a sampler is given to the loader",
+         "Both ranks load the same samples, so an epoch sees half the data"),
         "DistributedSampler seeds its permutation with seed + epoch, and epoch changes only "
         "through set_epoch()"),
     hints=("Print the first few indices this rank gets in each epoch.",

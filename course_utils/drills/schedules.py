@@ -59,9 +59,9 @@ PER_BATCH = Drill(
         "numerics.scheduler_stepped_per_batch",
         "This loop should decay the learning rate gradually over its 5 epochs; instead the "
         "loss stalls within the first epoch. What happens to the learning rate?",
-        "It advances one schedule step per batch",
-        ("The scheduler resets to its first value at every new epoch",
-         "scheduler.step() must come first, or the first value is skipped",
+        "It takes a schedule step every batch, so the 5-epoch decay is spent early",
+        ("scheduler.step() must come first, or the first value is skipped",
+         "The scheduler resets to its first value at every new epoch",
          "The optimizer reads a new LR only at the next epoch, one epoch late"),
         "a scheduler counts calls to step(), not epochs; T_max=5 means five calls"),
     hints=("Record optimizer.param_groups[0]['lr'] at every batch and plot it.",
@@ -166,10 +166,10 @@ ORDER = Drill(
         "numerics.scheduler_before_optimizer",
         "This schedule should train epoch 1 at the optimizer's own lr and decay from there. "
         "A UserWarning appears at the start. What happens to the schedule?",
-        "Epoch 1 already trains at its second value",
-        ("The LR decays once per batch instead of once per epoch",
-         "Nothing: the warning concerns PyTorch versions before 1.1 only",
-         "The warning means the first batch's optimizer.step() was skipped"),
+        "Epoch 1 already trains at the schedule's second value",
+        ("Nothing, the warning concerns PyTorch versions before 1.1",
+         "The LR decays once per batch instead of once per epoch",
+         "The first batch's optimizer.step() is skipped by the warning"),
         "since PyTorch 1.1 the scheduler must step after the optimizer; stepping it first moves "
         "to the schedule's second value before any update used the first"),
     hints=("Print optimizer.param_groups[0]['lr'] right before the first optimizer.step().",

@@ -78,9 +78,9 @@ RETRY = Drill(
         "This context manager promises to retry the block after an out-of-memory error. What "
         "actually happens when forward() raises one?",
         "RuntimeError: generator didn't stop after throw()",
-        ("The block runs a second time and succeeds",
-         "The error is swallowed and output stays unset",
-         "It retries until memory is available"),
+        ("The block runs a second time and then succeeds",
+         "It retries until memory is available again",
+         "The error is swallowed, and output stays unset"),
         "@contextmanager re-raises into the generator at its yield; a second yield is an error, "
         "and no context manager can re-execute the body of a with statement"),
     hints=("Run it: which exception comes out, and how many times did forward() run?",
@@ -128,14 +128,10 @@ LAYERNORM_BUGGY = code("""
     x = torch.randn(8, 64)
 """)
 
-LAYERNORM_FIXED = code("""
-    import torch
-    from torch import nn
-
-    torch.manual_seed(0)
-    model = nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64)) for _ in range(4)])
-    x = torch.randn(8, 64)
-""")
+# The fix: drop the wrapper class and use nn.LayerNorm where the model lives.
+LAYERNORM_FIXED = (LAYERNORM_BUGGY[:LAYERNORM_BUGGY.index("class SafeLayerNorm")]
+                   + LAYERNORM_BUGGY[LAYERNORM_BUGGY.index("torch.manual_seed(0)"):]
+                   ).replace("SafeLayerNorm(64)", "nn.LayerNorm(64)")
 
 
 def count_transfers(model, x) -> int:
@@ -161,10 +157,20 @@ def count_transfers(model, x) -> int:
 def _layernorm_measure(run: CodeRun) -> Symptom:
     n = count_transfers(run["model"], run["x"])
     layers = sum(1 for m in run["model"].modules() if type(m).__name__ in ("LayerNorm",))
+    moved = norms_moved_with_model(run["model"])
     text = f"device transfers per forward pass: {n} ({layers} LayerNorms)"
     if n:
-        text += "; on a Mac each .cpu() of an mps tensor is a blocking GPU-to-CPU copy"
-    return Symptom(text, n > 0, {"transfers": n})
+        text += (f"; {moved} norm weights move with model.to(), so on mps norm(x.cpu()) "
+                 "would meet them on another device")
+    return Symptom(text, n > 0, {"transfers": n, "moved_norm_weights": moved})
+
+
+def norms_moved_with_model(model) -> int:
+    """How many LayerNorm weights and biases are registered in ``model`` (model.to() moves them)."""
+    from torch import nn
+
+    return sum(1 for m in model.modules() if isinstance(m, nn.LayerNorm)
+               for p in (m.weight, m.bias) if p is not None and any(p is q for q in model.parameters()))
 
 
 LAYERNORM = Drill(
@@ -176,22 +182,24 @@ LAYERNORM = Drill(
     measure=_layernorm_measure,
     question=shuffled_question(
         "seed.layernorm_cpu_round_trip",
-        "Circulating advice suggests this SafeLayerNorm 'for critical models'. What does it cost "
-        "on a Mac?",
-        "Two blocking copies per call, then mixed devices",
-        ("Nothing: unified memory makes .cpu() free",
-         "Only precision: LayerNorm is more exact on the CPU",
-         "Nothing, as long as the model is in eval mode"),
-        "placement is explicit even with unified memory; a blocking MPS-to-CPU copy commits "
-        "the queued work and waits"),
+        "Circulating advice suggests this SafeLayerNorm 'for critical models'. What happens on a "
+        "Mac once the model is moved with model.to('mps')?",
+        "The first call raises a device mismatch error",
+        ("It runs, with two blocking copies per LayerNorm call",
+         "It runs as before, since unified memory makes .cpu() free",
+         "It runs, and LayerNorm is computed more exactly on the CPU"),
+        "model.to('mps') moves every registered submodule, self.norm too, so norm(x.cpu()) mixes "
+        "a CPU input with mps weights; placement is explicit even with unified memory"),
     hints=("Count the .cpu() and .to() calls in one forward pass.",
            "Use nn.LayerNorm on the model's device; if an op truly is unsupported, lesson 04's "
            "fallback tracing finds it."),
-    explanation="Every call copies the activations to the CPU and back: two transfers per "
-                "LayerNorm per forward pass, and a blocking MPS-to-CPU copy waits for all queued "
-                "GPU work (R40 in references.md), so the pipeline stalls at every layer. Worse, "
-                "model.to('mps') also moves self.norm's weights, so norm(x.cpu()) would mix devices. Use "
-                "nn.LayerNorm where the model lives; measure before assuming an op is broken.",
+    explanation="model.to('mps') moves every registered submodule, self.norm's weight and bias "
+                "too, so the first norm(x.cpu()) raises an error: a CPU input meets mps "
+                "weights. The round trip never gets to cost anything on a Mac. On a CPU-only "
+                "machine it runs, with two transfers per LayerNorm per forward pass; were the "
+                "weights kept on the CPU, each .cpu() of an mps tensor would be a blocking copy that "
+                "waits for all queued GPU work (R40 in references.md). Use nn.LayerNorm where the "
+                "model lives; measure before assuming an op is broken.",
     source="R40 in references.md (a blocking MPS-to-CPU copy commits and waits); lesson 04",
     emulated="transfers are counted on the CPU, where .cpu() is free; on a Mac each is a copy",
     variants=(

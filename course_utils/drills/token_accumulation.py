@@ -65,10 +65,10 @@ TOKENS = Drill(
         "gradients.accumulation_mean_per_micro_batch",
         "Each micro-batch's loss is divided by the number of micro-batches, yet the accumulated "
         "gradient differs from the gradient of one batch holding all the tokens. Why?",
-        "A token's weight depends on its micro-batch",
-        ("backward() overwrites .grad between micro-batches",
-         "Dividing the loss shrinks the learning rate as well",
-         "cross_entropy is not linear, so gradients cannot add"),
+        "Token counts differ, so not every token weighs the same",
+        ("backward() overwrites .grad between micro-batches, so only the last counts",
+         "cross_entropy is not linear, so gradients cannot add",
+         "Dividing the loss shrinks the learning rate as well"),
         "cross_entropy averages over the micro-batch's own tokens, so a token in a 3-token "
         "micro-batch counts about five times as much as one in a 14-token micro-batch. Sum the "
         "token losses and divide by the token count of the whole accumulated batch"),

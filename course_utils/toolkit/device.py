@@ -123,11 +123,14 @@ def fallback_enabled_by(value: str | None) -> bool | None:
 
     It parses the value with ``std::stoi``, and ``0`` means off: unset -> False, an integer (leading
     blanks and sign allowed, trailing text ignored, as ``stoi`` does) -> whether it is non-zero,
-    anything else -> None (``stoi`` throws while the MPS library loads)."""
+    anything else, or an integer outside a 32-bit ``int`` -> None (``stoi`` throws while the MPS
+    library loads)."""
     if value is None:
         return False
     number = re.match(r"\s*[+-]?\d+", value)
-    return None if number is None else int(number.group()) != 0
+    if number is None or not -2**31 <= int(number.group()) < 2**31:
+        return None
+    return int(number.group()) != 0
 
 
 def _fallback_note(p: Probe) -> tuple[bool, str]:
@@ -136,8 +139,9 @@ def _fallback_note(p: Probe) -> tuple[bool, str]:
     parsed = fallback_enabled_by(value)
     enabled = bool(parsed)
     if parsed is None:
-        return enabled, (f"{value!r} is not an integer: torch's MPS library cannot parse it "
-                         "(std::stoi) and fails to load on a Mac; use 1 (on) or 0 (off)")
+        return enabled, (f"{value!r} is not an int: std::stoi throws on it while torch loads its MPS "
+                         "library, most likely aborting import torch on a Mac (read in the source, not "
+                         "run here); use 1 (on) or 0 (off)")
     if not p.fallback_import_order_known:
         return enabled, f"{p.fallback_now or 'unset'} (torch was imported first: import order unknown)"
     if p.fallback_now != seen:

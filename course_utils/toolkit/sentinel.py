@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from course_utils.toolkit.emulate import labelled
+
 ALL_CHECKS = ("frozen", "zero state", "non-finite", "growing grads", "eval mode", "non-contiguous")
 
 
@@ -98,7 +100,7 @@ class Sentinel:
         if kind not in self.checks or (kind, name) in self._seen:
             return
         self._seen.add((kind, name))
-        finding = Finding(self.steps, kind, name, message)
+        finding = Finding(self.steps, kind, name, labelled(message))
         self.findings.append(finding)
         if self.verbose:
             print("sentinel:", finding)

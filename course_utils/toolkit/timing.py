@@ -27,10 +27,11 @@ from typing import Any
 import torch
 from torch.utils.benchmark import Timer
 
+from course_utils.core.glyphs import glyph
 from course_utils.toolkit.plotstyle import DPI, SMALL
 from course_utils.toolkit.syncpoints import note_sync
 
-MARK = "⏱"
+MARK = glyph("timer")  # "time" instead where fonts lack the emoji (core/glyphs.py)
 
 
 def fmt_time(seconds: float) -> str:
@@ -115,8 +116,8 @@ class Timing:
 
     def __str__(self) -> str:
         label = f"{self.label}: " if self.label else ""
-        return (f"{label}{MARK} median {fmt_time(self.median)[2:]}, IQR {fmt_time(self.iqr)[2:]}, "
-                f"{self.runs} runs")
+        bare = lambda t: fmt_time(t).removeprefix(f"{MARK} ")  # noqa: E731 - the number and unit
+        return f"{label}{MARK} median {bare(self.median)}, IQR {bare(self.iqr)}, {self.runs} runs"
 
 
 def _wait(device: Any) -> None:

@@ -53,11 +53,27 @@ def _random(rng: random.Random) -> Case:
     return Case(label, (SAVING_EXAMPLES[name], x))
 
 
+def _default_hooks_registered() -> bool:
+    """Whether saved-tensor default hooks are registered, asked through the documented per-tensor
+    API (a saved tensor that already has hooks refuses ``register_hooks``), which every torch the
+    course supports has; the direct query, ``_top_saved_tensors_default_hooks``, is not in 2.6."""
+    try:
+        with torch.enable_grad():
+            x = torch.ones(1, requires_grad=True)
+            y = x * x  # kept alive: torch 2.6 frees a dropped output's saved tensors at once
+            y.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)
+    except RuntimeError as err:  # "... whose hooks have already been set"
+        return "already" in str(err)
+    except Exception:  # noqa: BLE001 - a learner's pack hook that raised: hooks are registered
+        return True
+    return False
+
+
 def _judge(expected: Outcome, got: Outcome, case: Case) -> str | None:
     """An int equal to the reference's; no saved-tensor hooks left registered, gradients left on."""
-    if torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
-        while torch._C._autograd._top_saved_tensors_default_hooks(False) is not None:
-            torch._C._autograd._pop_saved_tensors_default_hooks()
+    if _default_hooks_registered():
+        while _default_hooks_registered():
+            torch._C._autograd._pop_saved_tensors_default_hooks()  # what saved_tensors_hooks' exit calls
         return ("your saved_tensors_hooks were left registered after your function returned: use "
                 "them in a `with` block")
     if got.error is not None:

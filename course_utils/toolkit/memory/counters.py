@@ -130,9 +130,18 @@ def snapshot(device: torch.device | str | None = None) -> Snapshot:
     where = _device(device)
     if where.type == "cpu":
         return Snapshot(where, _cpu_counters())
+    counters = _mps_counters() if where.type == "mps" else _accelerator_counters(where)
+    if not _present(where):  # a CUDA build without a GPU answers 0, not an error: say n/a
+        counters = tuple(Counter(c.name, None, c.counts) for c in counters)
+    return Snapshot(where, counters)
+
+
+def _present(where: torch.device) -> bool:
+    """Whether this machine has the device (an answer about a missing one means nothing)."""
     if where.type == "mps":
-        return Snapshot(where, _mps_counters())
-    return Snapshot(where, _accelerator_counters(where))
+        return torch.backends.mps.is_available()
+    current = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    return current is not None and current.type == where.type
 
 
 def empty_cache(device: torch.device | str | None = None) -> str:

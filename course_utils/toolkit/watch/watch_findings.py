@@ -19,6 +19,7 @@ from typing import TextIO
 
 import torch
 
+from course_utils.toolkit.emulate import labelled
 from course_utils.toolkit.watch.watch_kinds import KINDS
 
 # --- where: the user's line --------------------------------------------------------------------
@@ -184,6 +185,7 @@ class FindingLog:
         if key in self._keys:
             return None
         self._keys.add(key)
+        finding.what = labelled(finding.what)  # seen while an emulation was on: say so
         self.findings.append(finding)
         if self.verbose:
             stream = self.stream or sys.stderr
