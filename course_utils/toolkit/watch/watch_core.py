@@ -15,6 +15,7 @@ the step after a non-finite value or a gradient spike. ``deep_every=1`` watches 
 from __future__ import annotations
 
 import functools
+import math
 import time
 import weakref
 from collections import deque
@@ -24,6 +25,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
 from course_utils.toolkit.watch import watch_autograd
+from course_utils.toolkit.watch.watch_budget import SHARE, Budget
 from course_utils.toolkit.watch.watch_deep import DeepJudge
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, FindingLog, user_site
 from course_utils.toolkit.watch.watch_models import ModelTracker
@@ -44,11 +46,16 @@ def _guarded(method):
         if not self.live or self.paused:
             return None
         if not self.ops.modes:  # no deep window: nothing to keep the watcher's own work out of
+            start = self.cost.clock()
             try:
                 return method(self, *args, **kwargs)
             except Exception as err:  # noqa: BLE001 - reported, and the script goes on unwatched
                 self.fail(err, method.__name__)
                 return None
+            finally:
+                self.cost.spent += self.cost.clock() - start
+        if self.ops.cut and self._drop_window():  # a safe point to leave a window cut for its cost
+            return wrapper(self, *args, **kwargs)
         self.ops.paused += 1  # the watcher's own tensor work is not the script's
         try:
             return method(self, *args, **kwargs)
@@ -80,9 +87,12 @@ class Watcher(Verdicts, Schedule):
         check_every: int = 16,
         warmup: int = 10,
         budget: float = 0.02,
+        cost: Budget | None = None,
     ):
         self.log = FindingLog(stream, verbose)
         self.check_every, self.warmup, self.budget = max(1, check_every), warmup, budget
+        self.cost = cost or Budget(math.inf if deep_every is not None else SHARE)  # asked for: no limit
+        self._checks: dict[int, tuple[int, bool]] = {}  # optimizer watch -> (step, checked)
         self.deep_every = deep_every
         self.models = ModelTracker(self)
         self.ops = OpWatch(self)

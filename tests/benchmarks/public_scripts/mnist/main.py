@@ -4,6 +4,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 from torchvision import datasets, transforms
+from synthetic_data import datasets  # data swapped: synthetic, same shape (synthetic_data.py)
 from torch.optim.lr_scheduler import StepLR
 
 

@@ -6,6 +6,7 @@ import argparse
 import torch
 import torch.nn as nn
 from torchvision.datasets import MNIST
+from synthetic_data import MNIST  # data swapped: synthetic, same shape (synthetic_data.py)
 from torchvision.transforms import Compose, ToTensor, Normalize, Lambda
 from torch.utils.data import DataLoader
 from torch.optim import Adam

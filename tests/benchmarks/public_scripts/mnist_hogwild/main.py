@@ -6,6 +6,7 @@ import torch.nn.functional as F
 import torch.multiprocessing as mp
 from torch.utils.data.sampler import Sampler
 from torchvision import datasets, transforms
+from synthetic_data import datasets  # data swapped: synthetic, same shape (synthetic_data.py)
 
 from train import train, test
 

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 from torch.optim.lr_scheduler import StepLR
 from torchvision import datasets, transforms
+from synthetic_data import datasets  # data swapped: synthetic, same shape (synthetic_data.py)
 
 
 class Net(nn.Module):

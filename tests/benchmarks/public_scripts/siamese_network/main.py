@@ -9,6 +9,7 @@ import torch.optim as optim
 import torchvision
 from torch.utils.data import Dataset
 from torchvision import datasets
+from synthetic_data import datasets  # data swapped: synthetic, same shape (synthetic_data.py)
 from torchvision import transforms as T
 from torch.optim.lr_scheduler import StepLR
 

@@ -5,6 +5,7 @@ import torch.utils.data
 from torch import nn, optim
 from torch.nn import functional as F
 from torchvision import datasets, transforms
+from synthetic_data import datasets  # data swapped: synthetic, same shape (synthetic_data.py)
 from torchvision.utils import save_image
 
 
