@@ -196,7 +196,7 @@ class Hub:
 
 
 def session_pids(session: str) -> list[int]:
-    """Processes whose environment carries this session's marker (Linux: /proc)."""
+    """Processes whose environment carries this hub run's marker (Linux: /proc)."""
     needle = f"{MARKER}={session}".encode()
     found = []
     for entry in Path("/proc").glob("[0-9]*"):

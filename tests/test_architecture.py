@@ -1,4 +1,4 @@
-"""Does the package keep the shape the README's module map describes (issue 15)?
+"""Does the package keep the shape docs/architecture.md's module map describes?
 
 Read from the source with ``ast`` (nothing is imported), every module of ``course_utils`` belongs to
 a part, and the parts are layered, left to right:
@@ -130,7 +130,7 @@ def test_every_module_belongs_to_a_known_part():
                       if part_of(module_name(p)) not in RANK})
     fail_listing(
         f"Modules in a part the layer order does not know (add the part to LAYERS in "
-        f"{Path(__file__).name} and to the README's module map; order: {ORDER}):",
+        f"{Path(__file__).name} and to the module map in docs/architecture.md; order: {ORDER}):",
         [f"{file} (part {part!r})" for part, file in unknown])
 
 

@@ -1,4 +1,4 @@
-"""Emulated means labelled (issue 16): every stored output produced under an emulation says so.
+"""Emulated means labelled: every stored output produced under an emulation says so.
 
 A code cell enters an emulation when its source calls one: the asynchronous device
 (``AsyncDevice``, ``open_device``, which is emulated on a CPU), the CPU fallback
@@ -25,7 +25,7 @@ READS_AN_EMULATED_RUN = {
     "notebooks/06_addcmul_detective.ipynb": {"c13", "c19"},
     "notebooks/08_interview_drills.ipynb": {"c35"},
 }
-# the cells issue 16 found unlabelled: the test must see each of them
+# the cells found unlabelled before: the test must see each of them
 MUST_SEE = {
     "notebooks/04_cpu_fallback.ipynb": {"c32", "c35"},
     "notebooks/06_addcmul_detective.ipynb": {"c13", "c17", "c19", "c31"},

@@ -51,7 +51,7 @@ EXPECTED = {  # submission: (choose_device, same_device, batch_bytes, read_repor
     "01_not_a_notebook.ipynb": (X, X, X, X),
     "01_invalid_schema.ipynb": (X, X, X, X),
     "01_empty.ipynb": (M, M, M, M),
-    # issue 19: what used to crash the run, hang it or pass what was not earned
+    # what used to crash the run, hang it or pass what was not earned
     "01_unprintable_values.ipynb": (P, E, F, P),  # a module nested 300 deep; an int past the digit limit
     "01_float_off_by_one.ipynb": (P, P, F, P),  # an integer answer returned as a float, off by one
     "01_fifo_results.ipynb": (P, P, P, P),  # its results file replaced by a FIFO; unflushed prints kept

@@ -1,4 +1,4 @@
-"""A property-based fuzzer of what a submission or a class folder can hand ``course grade`` (issue 19).
+"""A property-based fuzzer of what a submission or a class folder can hand ``course grade``.
 
 Three sources of hostile input, each checked against the grader's invariants:
 

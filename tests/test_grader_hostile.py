@@ -1,4 +1,4 @@
-"""Does ``course grade`` survive what a class folder or a submission can do to it? (issue 19)
+"""Does ``course grade`` survive what a class folder or a submission can do to it?
 
 File-system oddities are made here, at test time, in tmp_path (never in git): a FIFO, a link to
 /dev/zero, links out of the class folder and into the course's solutions, a non-UTF-8 file name, a

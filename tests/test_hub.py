@@ -1,4 +1,4 @@
-"""A workshop on a real JupyterHub (issue 22): the hub runs `course hub-config`'s configuration on
+"""A workshop on a real JupyterHub: the hub runs `course hub-config`'s configuration on
 loopback with configurable-http-proxy from npm, SimpleLocalProcessSpawner and the
 DummyAuthenticator (tests/hub_session.py). Three learners log in, their servers start through the
 REST API, each runs `course start 01`, edits their copy and runs a check() in their own kernel;

@@ -1,8 +1,8 @@
-"""Sources a learner can open (issue 16): notebooks/references.md and every citation of it.
+"""Sources a learner can open: notebooks/references.md and every citation of it.
 
 Learner-facing text is every notebook's cells and stored outputs (lessons, solutions, exercises),
-every string, comment and docstring in course_utils (quiz and drill explanations, CLI output) and
-the README. None of it may point at documents a learner does not have ("facts §3", "seed 003",
+every string, comment and docstring in course_utils (quiz and drill explanations, CLI output), the
+README and the docs/ pages. None of it may point at documents a learner does not have ("facts §3", "seed 003",
 "toolchain notes", "our index", "... in solutions/exercises"). Each citation, a link
 ``[R7](references.md#r7)`` in Markdown or "R7 in references.md" in Python strings, must name an
 entry that exists; each entry must carry a public http(s) link; and every entry is cited somewhere.
@@ -59,7 +59,8 @@ def _python_texts() -> list[tuple[str, str]]:
 
 def _all_texts() -> list[tuple[str, str]]:
     texts = [t for nb in _notebooks() for t in _cell_texts(nb)] + _python_texts()
-    return texts + [("README.md", (ROOT / "README.md").read_text(encoding="utf-8"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return texts + [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in pages]
 
 
 def _entries() -> dict[int, str]:

@@ -1,5 +1,5 @@
-"""Does ``course watch`` name each silent training bug, at the user's line, and stay quiet on the fix
-(issue 20)? Each check runs a tiny training loop twice: with the bug, then fixed."""
+"""Does ``course watch`` name each silent training bug, at the user's line, and stay quiet on the
+fix? Each check runs a tiny training loop twice: with the bug, then fixed."""
 
 from __future__ import annotations
 
@@ -502,7 +502,7 @@ def test_the_course_command_runs_watch(tmp_path, capsys):
     assert out.out == "hi\n" and "nothing found" in out.err
 
 
-# --- the tools' gaps found on real code (issue 20, item 3) ---------------------------------------------
+# --- the tools' gaps found on real code ---------------------------------------------
 
 
 def test_find_sync_points_without_arguments_watches_what_the_function_creates():

@@ -1,4 +1,4 @@
-"""The workshop tools without a hub (issue 22): `course hub-config`'s files, the learner launcher
+"""The workshop tools without a hub: `course hub-config`'s files, the learner launcher
 (course_utils/course/hub.py prepare), `course collect` and `course grade --lms`'s CSV.
 tests/test_hub.py runs them all on a real JupyterHub."""
 

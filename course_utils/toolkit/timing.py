@@ -142,7 +142,7 @@ def benchmark(fn: Callable[[], Any], device: Any = None, *, warmup: int = 1,
     ``warmup`` untimed calls first; then ``Timer.blocked_autorange`` runs blocks of calls for at
     least ``min_run_time`` seconds, reading a clock that synchronizes ``device`` first. (In torch
     2.13 Timer's default clock already calls ``torch.accelerator.synchronize()``, R42; passing
-    ours also covers older torch on mps and the emulated device.) Timer keeps this session's thread
+    ours also covers older torch on mps and the emulated device.) Timer keeps this process's thread
     count instead of its default of one thread.
     """
     for _ in range(warmup):

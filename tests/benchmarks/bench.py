@@ -1,6 +1,8 @@
-"""The course's performance budgets, measured in one run and printed as a table (issue 12).
+"""The course's performance budgets, measured in one run and printed as a table.
 
-    .venv/bin/python tests/benchmarks/bench.py [--skip-e2e] [--skip-suite] [--markdown]
+    .venv/bin/python tests/benchmarks/bench.py [--skip-e2e] [--skip-suite] [--markdown] [--publish]
+
+``--publish`` writes the rows to docs/figures/performance.json and the table in docs/performance.md.
 
 Not part of the pass/fail suite: machines are noisy, so every figure is a median of repetitions and
 every ratio is measured side by side, interleaved, in the same run. Rows whose subject has not
@@ -154,6 +156,8 @@ def main() -> int:
     parser.add_argument("--skip-suite", action="store_true", help="skip timing the test command")
     parser.add_argument("--skip-e2e", action="store_true", help="skip timing the browser tests")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--publish", action="store_true",
+                        help="write the table into docs/performance.md (and its figures)")
     args = parser.parse_args()
     rows = [import_row(), check_row(), *lesson_rows(),
             optional_row("tests.benchmarks.bench_sentinel", "sentinel overhead, lesson-06 step",
@@ -168,6 +172,10 @@ def main() -> int:
     print(f"machine: {platform.node() or 'unknown'}, {platform.machine()}, "
           f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}")
     print(render(rows, args.markdown))
+    if args.publish:
+        from tests.benchmarks.doc_tables import publish
+        page = publish("performance", "performance.md", [list(r) for r in rows], render(rows, True))
+        print(f"wrote {page}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The difftest's default sweep on the CPU (issue 7; budget <= 30 s).
+"""The difftest's default sweep on the CPU (budget <= 30 s).
 
     .venv/bin/python tests/benchmarks/bench_difftest.py
 

@@ -1,4 +1,4 @@
-"""The drill bank in figures (issue 21): drills, forms, the timed pool, each drill's clock, and
+"""The drill bank in figures: drills, forms, the timed pool, each drill's clock, and
 how long the machine takes to show a symptom.
 
     .venv/bin/python tests/benchmarks/bench_drills.py [--forms]

@@ -1,4 +1,4 @@
-"""``course grade`` throughput: 30 lesson-01 submissions with --jobs 1 and --jobs 2 (issue 10).
+"""``course grade`` throughput: 30 lesson-01 submissions with --jobs 1 and --jobs 2.
 
     .venv/bin/python tests/benchmarks/bench_grade.py [--submissions 30] [--repeat 1]
 

@@ -1,6 +1,8 @@
-"""How many learners one machine serves on JupyterHub (issue 22): the README's "Run a workshop".
+"""How many learners one machine serves on JupyterHub for docs/instructors.md.
 
-    .venv/bin/python tests/benchmarks/bench_hub.py [--users 3 6 10] [--markdown]
+    .venv/bin/python tests/benchmarks/bench_hub.py [--users 3 6 10] [--markdown] [--publish]
+
+``--publish`` writes the rows to docs/figures/hub_capacity.json and the table in docs/instructors.md.
 
 Not part of the test suite. For each class size N, a fresh hub (tests/hub_session.py: `course
 hub-config`'s plain configuration on loopback) starts N learners' servers at once through the REST
@@ -121,10 +123,25 @@ def measure(n: int, proxy: Path) -> dict:
             "kernel_cpu": statistics.median(r["kernel_cpu"] for r in runs)}
 
 
+def render(rows: list[dict]) -> str:
+    """The capacity table in Markdown, one row per class size."""
+    mib = 2**20
+    lines = ["| arriving at once | server start, median / slowest | first check (imports torch), "
+             "slowest | later check, slowest | memory per learner: RSS (PSS) | "
+             "CPU per learner: server start + kernel's first check |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['users']} learners | {r['start_median']:.1f} s / {r['start_max']:.1f} s | "
+              f"{r['cold_max']:.1f} s | {r['warm_max']:.2f} s | {r['rss'] / mib:.0f} MB "
+              f"({r['pss'] / mib:.0f} MB) | {r['server_cpu']:.1f} s + {r['kernel_cpu']:.1f} s |"
+              for r in rows]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, nargs="+", default=[3, 6, 10])
-    parser.add_argument("--markdown", action="store_true", help="print the README's table")
+    parser.add_argument("--markdown", action="store_true", help="print the capacity table")
+    parser.add_argument("--publish", action="store_true",
+                        help="write the table into docs/instructors.md (and its figures)")
     args = parser.parse_args()
     proxy = find_proxy()
     if proxy is None:
@@ -145,14 +162,10 @@ def main() -> int:
               f"{row['kernel_cpu']:.1f} s; hub + proxy {row['hub_rss'] / mib:.0f} MB RSS; "
               f"load average {os.getloadavg()[0]:.1f}", flush=True)
     if args.markdown:
-        print("\n| arriving at once | server start, median / slowest | first check (imports torch), "
-              "slowest | later check, slowest | memory per learner: RSS (PSS) | "
-              "CPU per learner: server start + kernel's first check |")
-        print("|---|---|---|---|---|---|")
-        for r in rows:
-            print(f"| {r['users']} learners | {r['start_median']:.1f} s / {r['start_max']:.1f} s | "
-                  f"{r['cold_max']:.1f} s | {r['warm_max']:.2f} s | {r['rss'] / mib:.0f} MB "
-                  f"({r['pss'] / mib:.0f} MB) | {r['server_cpu']:.1f} s + {r['kernel_cpu']:.1f} s |")
+        print("\n" + render(rows))
+    if args.publish:
+        from tests.benchmarks.doc_tables import publish
+        print(f"wrote {publish('hub_capacity', 'instructors.md', rows, render(rows))}")
     return 0
 
 

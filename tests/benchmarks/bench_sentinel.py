@@ -1,4 +1,4 @@
-"""The training sentinel's overhead on lesson 06's training step (issue 7; budget <= 1.10x).
+"""The training sentinel's overhead on lesson 06's training step (budget <= 1.10x).
 
     .venv/bin/python tests/benchmarks/bench_sentinel.py [--blocks 60]
 

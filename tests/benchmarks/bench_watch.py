@@ -1,5 +1,5 @@
 """``course watch`` against torcheck, cockpit and ``torch.autograd.detect_anomaly`` on real training
-bugs (issue 20): detection, false alarms, glue and overhead, side by side.
+bugs: detection, false alarms, glue and overhead, side by side.
 
     build/bench-venv/bin/python tests/benchmarks/bench_watch.py [--jobs 2] [--only NAME ...]
 

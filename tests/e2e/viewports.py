@@ -1,4 +1,4 @@
-"""The course's widgets at laptop sizes (issue 17): after a lesson's Run All, the page is resized
+"""The course's widgets at laptop sizes: after a lesson's Run All, the page is resized
 to each of ``VIEWPORTS`` and every course widget (they carry the ``mpsd-fit`` class) is measured
 in the browser: no button narrower than its label, no row wider than its output area, no choice
 drawn over another, no word of its text (or of anything the lesson printed) split across two

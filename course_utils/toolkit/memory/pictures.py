@@ -6,19 +6,27 @@ module stays cheap.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from course_utils.toolkit.memory.sizes import MiB
 from course_utils.toolkit.plotstyle import DPI, SMALL
 
-if TYPE_CHECKING:
-    from course_utils.toolkit.memory.budget import Breakdown
+
+class Bill(Protocol):
+    """What a stacked bar needs of a bill (``budget.Breakdown`` is one)."""
+
+    label: str
+    parts: tuple
+    measured_peak: int
+    names: list[str]
+    estimate: int
+    tolerance: float
 
 COLORS = {"weights": "#4c72b0", "gradients": "#dd8452", "optimizer state": "#55a868",
           "activations": "#c44e52", "working space": "#e8a3a5", "batch": "#8172b3"}
 
 
-def plot_breakdowns(breakdowns: Sequence[Breakdown], ax=None):
+def plot_breakdowns(breakdowns: Sequence[Bill], ax=None):
     """Stacked bars of estimated parts, one per breakdown, with the measured peak marked."""
     import matplotlib.pyplot as plt
 

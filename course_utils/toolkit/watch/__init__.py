@@ -1,4 +1,4 @@
-"""``course watch``: find the silent bug in an unmodified training script (issue 20).
+"""``course watch``: find the silent bug in an unmodified training script.
 
     course watch train.py --epochs 3          # or: python -m course_utils.toolkit.watch train.py
     with watch(): train()                     # in a notebook
