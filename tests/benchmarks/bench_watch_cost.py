@@ -5,14 +5,15 @@ data of the same shape, see its MANIFEST.md) runs plain and under ``course watch
 wall time and their ratio.
 
     python tests/benchmarks/bench_watch_cost.py [--only NAME ...] [--repeats 3] [--json PATH]
-        [--docs docs/watch.md | --check-docs docs/watch.md]
+        [--path DIR] [--publish]
 
 The budget, fixed before the runs: a watched run takes at most 1.10x its plain run, or at most
 1 s more where the plain run is under 10 s. Quiet: the watcher reports nothing, notes included.
 The scripts need torchvision (and gymnasium for the two reinforcement-learning ones): ``--path DIR``
 puts a folder that holds them on the scripts' ``PYTHONPATH`` (both runs alike). Not part of the
-test suite; ``--docs`` writes the table between its markers in the docs page, ``--check-docs``
-fails when the page's table is not the one of the given ``--json`` results (``--from``).
+test suite; ``--publish`` stores the rows in docs/figures/watch_cost.json and writes the table in
+docs/watch.md (``tests/test_docs.py`` checks the two agree); ``--course DIR`` times another
+checkout's ``course watch`` (a "before" figure).
 """
 
 from __future__ import annotations
@@ -32,23 +33,22 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CORPUS = HERE / "public_scripts"
-START, END = "<!-- bench_watch_cost table: begin -->", "<!-- bench_watch_cost table: end -->"
 
 # name, script, arguments (the script's own flags only), data prepared in the run folder
 CASES = [
     ("mnist", "mnist/main.py", ["--epochs", "1"], None),
     ("vae", "vae/main.py", ["--epochs", "2"], None),
-    ("time_sequence_prediction", "time_sequence_prediction/train.py", [], "sine"),
+    ("time_sequence_prediction", "time_sequence_prediction/train.py", ["--steps", "2"], "sine"),
     ("word_language_model (LSTM)", "word_language_model/main.py", ["--epochs", "1"], "text"),
     ("word_language_model (Transformer)", "word_language_model/main.py",
      ["--epochs", "1", "--model", "Transformer", "--lr", "5"], "text"),
-    ("dcgan", "dcgan/main.py", ["--dataset", "fake", "--niter", "1", "--workers", "0"], None),
+    ("dcgan", "dcgan/main.py", ["--dataset", "fake", "--niter", "1", "--workers", "0", "--ngf", "16", "--ndf", "16"], None),
     ("mnist_rnn", "mnist_rnn/main.py", ["--epochs", "1"], None),
     ("mnist_forward_forward", "mnist_forward_forward/main.py", ["--epochs", "100"], None),
     ("siamese_network", "siamese_network/main.py", ["--epochs", "1"], None),
     ("regression", "regression/main.py", [], None),
     ("gcn", "gcn/main.py", [], None),
-    ("gat", "gat/main.py", ["--epochs", "100"], "cora"),
+    ("gat", "gat/main.py", ["--epochs", "30"], "cora"),
     ("super_resolution", "super_resolution/main.py",
      ["--upscale_factor", "3", "--nEpochs", "2", "--threads", "0"], "bsds"),
     ("mnist_hogwild", "mnist_hogwild/main.py", ["--epochs", "1", "--num-processes", "2"], None),
@@ -94,7 +94,7 @@ def run_once(python: str, case: tuple, folder: Path, env: dict, watched: bool, t
 def measure(case: tuple, python: str, paths: list[str], repeats: int, timeout: int) -> dict:
     """Plain and watched runs of one case, alternating (plain first on even repeats)."""
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(CORPUS), str(CORPUS / "site"), *paths]),
+           "PYTHONPATH": os.pathsep.join([*paths[:1], str(CORPUS), str(CORPUS / "site"), *paths[1:]]),
            "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1",  # the sine data is a numpy array (torch.load)
            "MPLBACKEND": "Agg"}
     folder = Path(tempfile.mkdtemp(prefix="bench-watch-cost-"))
@@ -128,32 +128,28 @@ def summarize(name: str, runs: dict) -> dict:
     }
 
 
-def table(results: list[dict]) -> str:
-    """The markdown table of the results (also what the docs page holds)."""
-    lines = ["| script | plain (s) | watched (s) | ratio | CPU ratio | within budget | findings |",
-             "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
+COLUMNS = ["script", "plain (s)", "watched (s)", "ratio", "CPU ratio", "within budget", "findings"]
+
+
+def rows_of(results: list[dict]) -> list[list]:
+    """One row per case: the medians, both ratios, the budget verdict and what the watcher said."""
+    rows = []
     for r in results:
         found = "; ".join(r["findings"]) or "none"
         if r["failed"]:
             found += " (a run failed)"
-        lines.append(f"| {r['name']} | {r['plain_s']:.1f} | {r['watch_s']:.1f} | {r['ratio']:.2f}x | "
-                     f"{r['cpu_ratio']:.2f}x | {'yes' if r['within_budget'] else 'NO'} | {found} |")
+        rows.append([r["name"], r["plain_s"], r["watch_s"], r["ratio"], r["cpu_ratio"],
+                     r["within_budget"], found])
+    return rows
+
+
+def render(rows: list[list]) -> str:
+    """The markdown table of the rows (what docs/watch.md holds)."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "| --- | ---: | ---: | ---: | ---: | --- | --- |"]
+    for name, plain, watched, ratio, cpu_ratio, within, found in rows:
+        lines.append(f"| {name} | {plain:.1f} | {watched:.1f} | {ratio:.2f}x | {cpu_ratio:.2f}x | "
+                     f"{'yes' if within else 'NO'} | {found} |")
     return "\n".join(lines)
-
-
-def _docs(path: Path, results: list[dict], check: bool) -> int:
-    text = path.read_text() if path.exists() else ""
-    block = f"{START}\n{table(results)}\n{END}"
-    if START in text and END in text:
-        new = text[: text.index(START)] + block + text[text.index(END) + len(END):]
-    else:
-        new = text.rstrip("\n") + "\n\n" + block + "\n"
-    if check:
-        ok = START in text and new == text
-        print(f"{path}: {'the table is the benchmark output' if ok else 'the table differs'}")
-        return 0 if ok else 1
-    path.write_text(new)
-    return 0
 
 
 def main() -> int:
@@ -163,29 +159,29 @@ def main() -> int:
     p.add_argument("--timeout", type=int, default=1800, help="seconds per run")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--path", action="append", default=[], help="a folder put on the scripts' path")
-    p.add_argument("--json", help="write the results here")
-    p.add_argument("--from", dest="source", help="read the results from this --json file (no runs)")
-    p.add_argument("--docs", help="write the table into this docs page")
-    p.add_argument("--check-docs", help="check the table in this docs page")
+    p.add_argument("--course", default=str(ROOT), help="the checkout whose course watch runs")
+    p.add_argument("--json", help="write the results (every run's times) here")
+    p.add_argument("--publish", action="store_true",
+                   help="write the rows to docs/figures/watch_cost.json and the table in docs/watch.md")
     a = p.parse_args()
-    if a.source:
-        results = json.loads(Path(a.source).read_text())["results"]
-    else:
-        results = []
-        for case in CASES:
-            if a.only and not any(o in case[0] for o in a.only):
-                continue
-            results.append(measure(case, a.python, a.path, a.repeats, a.timeout))
-            r = results[-1]
-            print(f"{r['name']}: {r['plain_s']:.1f} s -> {r['watch_s']:.1f} s ({r['ratio']:.2f}x)"
-                  f" {r['findings'] or ''} {'FAILED' if r['failed'] else ''}", file=sys.stderr, flush=True)
-    print(table(results))
+    results = []
+    for case in CASES:
+        if a.only and not any(o in case[0] for o in a.only):
+            continue
+        results.append(measure(case, a.python, [a.course, *a.path], a.repeats, a.timeout))
+        r = results[-1]
+        print(f"{r['name']}: {r['plain_s']:.1f} s -> {r['watch_s']:.1f} s ({r['ratio']:.2f}x)"
+              f" {r['findings'] or ''} {'FAILED' if r['failed'] else ''}", file=sys.stderr, flush=True)
+    print(render(rows_of(results)))
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} ({os.cpu_count()} cores)")
     if a.json:
         Path(a.json).write_text(json.dumps({"load": load, "results": results}, indent=1))
-    if a.docs or a.check_docs:
-        return _docs(Path(a.docs or a.check_docs), results, check=bool(a.check_docs))
+    if a.publish:
+        sys.path.insert(0, str(ROOT))
+        from tests.benchmarks.doc_tables import publish
+
+        print(f"written: {publish('watch_cost', 'watch.md', rows_of(results), render(rows_of(results)))}")
     return 0
 
 

@@ -73,7 +73,7 @@ def write_cora(path: str = "./cora", nodes: int = 2708, features: int = 1433, ed
                 out.write(f"{int(ids[a])}\t{int(ids[b])}\n")
 
 
-def write_text_corpus(path: str = "./data/wikitext-2", tokens: tuple = (60000, 6000, 6000)) -> None:
+def write_text_corpus(path: str = "./data/wikitext-2", tokens: tuple = (30000, 3000, 3000)) -> None:
     """``train.txt``, ``valid.txt``, ``test.txt`` in WikiText-2's layout (lines of space-separated
     words), from a 2,000-word vocabulary with a first-order Markov structure a model can learn."""
     import os
