@@ -59,6 +59,7 @@ CASES = [
 
 def prepare(kind: str | None, folder: Path, python: str, env: dict) -> None:
     """Write the case's synthetic data into its run folder (as its own scripts or loaders expect)."""
+    (folder / "results").mkdir()  # where vae saves its samples (its README: make it first)
     if kind == "sine":  # the example's companion script, unmodified
         script = CORPUS / "time_sequence_prediction" / "generate_sine_wave.py"
         subprocess.run([python, str(script)], cwd=folder, env=env, check=True)

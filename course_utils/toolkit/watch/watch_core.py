@@ -54,6 +54,8 @@ def _guarded(method):
                 return None
             finally:
                 self.cost.spent += self.cost.clock() - start
+        if not self.ops.cut and self.cost.clock() > self.ops.deadline:
+            self.ops.cut = True  # the window outgrew its budget
         if self.ops.cut and self._drop_window():  # a safe point to leave a window cut for its cost
             return wrapper(self, *args, **kwargs)
         self.ops.paused += 1  # the watcher's own tensor work is not the script's
@@ -195,6 +197,8 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_forward_pre(self, module, args) -> None:
         self.models.on_forward_pre(module, args)
+        if self.models.roots and not self.ops.open and self.cost.left() < 0:
+            self._discover(False)  # a model is known and looking for more costs more than the budget
 
     @_guarded
     def before_root_forward(self) -> None:
