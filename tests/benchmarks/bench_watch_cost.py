@@ -42,7 +42,8 @@ CASES = [
     ("word_language_model (LSTM)", "word_language_model/main.py", ["--epochs", "1"], "text"),
     ("word_language_model (Transformer)", "word_language_model/main.py",
      ["--epochs", "1", "--model", "Transformer", "--lr", "5"], "text"),
-    ("dcgan", "dcgan/main.py", ["--dataset", "fake", "--niter", "1", "--workers", "0", "--ngf", "16", "--ndf", "16"], None),
+    ("dcgan", "dcgan/main.py",
+     ["--dataset", "fake", "--niter", "1", "--workers", "0", "--ngf", "16", "--ndf", "16"], None),
     ("mnist_rnn", "mnist_rnn/main.py", ["--epochs", "1"], None),
     ("mnist_forward_forward", "mnist_forward_forward/main.py", ["--epochs", "100"], None),
     ("siamese_network", "siamese_network/main.py", ["--epochs", "1"], None),
@@ -155,19 +156,21 @@ def render(rows: list[list]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--only", nargs="*", default=[], help="cases whose name contains one of these")
+    p.add_argument("--only", nargs="*", default=[], help="these cases (a name, or its first word)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--timeout", type=int, default=1800, help="seconds per run")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--path", action="append", default=[], help="a folder put on the scripts' path")
     p.add_argument("--course", default=str(ROOT), help="the checkout whose course watch runs")
     p.add_argument("--json", help="write the results (every run's times) here")
+    p.add_argument("--results", nargs="*", default=[],
+                   help="no runs: the results of earlier --json files (runs split in parts)")
     p.add_argument("--publish", action="store_true",
                    help="write the rows to docs/figures/watch_cost.json and the table in docs/watch.md")
     a = p.parse_args()
-    results = []
-    for case in CASES:
-        if a.only and not any(o in case[0] for o in a.only):
+    results = [r for f in a.results for r in json.loads(Path(f).read_text())["results"]]
+    for case in [] if a.results else CASES:
+        if a.only and not any(case[0] == o or case[0].startswith(o + " ") for o in a.only):
             continue
         results.append(measure(case, a.python, [a.course, *a.path], a.repeats, a.timeout))
         r = results[-1]

@@ -9,7 +9,9 @@ TorchDispatchMode (``watch_ops``).
 
 Schedule: cheap checks (``watch_params``) on steps 1..10 and every 16th step after; deep windows on
 steps 1..3, then spaced so their measured extra time stays near ``budget`` (2%) of the run, and on
-the step after a non-finite value or a gradient spike. ``deep_every=1`` watches every step deeply.
+the step after a non-finite value or a gradient spike; all of it within the run's cost budget
+(``watch_budget``: windows and checks wait, or are cut, when they cost more). ``deep_every=1``
+watches every step deeply, with no budget.
 """
 
 from __future__ import annotations
