@@ -199,8 +199,8 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_forward_pre(self, module, args) -> None:
         self.models.on_forward_pre(module, args)
-        if self.models.roots and not self.ops.open and self.cost.left() < 0:
-            self._discover(False)  # a model is known and looking for more costs more than the budget
+        if self.backwards and not self.ops.open and self.cost.left() < 0:
+            self._discover(False)  # a backward ran (its models are known): looking on is over budget
 
     @_guarded
     def before_root_forward(self) -> None:
