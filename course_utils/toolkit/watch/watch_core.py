@@ -199,8 +199,6 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_forward_pre(self, module, args) -> None:
         self.models.on_forward_pre(module, args)
-        if self.backwards and not self.ops.open and self.cost.left() < 0:
-            self._discover(False)  # a backward ran (its models are known): looking on is over budget
 
     @_guarded
     def before_root_forward(self) -> None:
@@ -210,8 +208,11 @@ class Watcher(Verdicts, Schedule):
 
     @_guarded
     def on_root(self, root) -> None:
-        """A model was found: its tensors are the device's."""
+        """A model was found: its tensors are the device's; the window of the set-up counts from here."""
         self.ops.on_root(root)
+        if self.ops.open and math.isinf(self.ops.deadline):
+            self._window_clock = now = self.cost.clock()
+            self.ops.deadline = self.cost.deadline(now)
 
     @_guarded
     def _on_backward(self, tensors) -> None:

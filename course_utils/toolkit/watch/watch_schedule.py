@@ -90,7 +90,9 @@ class Schedule:
         self._discover(True)
         self.ops.start()
         self._window_clock = now = self.cost.clock()
-        self.ops.deadline, self.ops.cut = self.cost.deadline(now), False
+        # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
+        self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf
+        self.ops.cut = False
         self._window_start = time.perf_counter()
 
     def _drop_window(self) -> bool:
@@ -101,9 +103,7 @@ class Schedule:
             return False
         self.cost.charge(self.cost.clock() - self._window_clock, window=True)
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
-        if self.models.roots:
-            self._discover(False)
-        self._flush_nan()
+        self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)
         return True
 
     def _close_window(self) -> None:
