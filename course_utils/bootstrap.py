@@ -148,22 +148,27 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 def ensure_chromium() -> None:
-    """The browser tests need Debian's chromium: install it when missing and we can (root + apt)."""
-    if Path(CHROMIUM).exists():
+    """The system packages the tests need, installed when missing and we can (root + apt): Debian's
+    chromium (the browser tests) and bubblewrap (``course grade``'s jail; without it the grader's
+    tests use the built-in jail or the guards)."""
+    needed = {CHROMIUM: ("chromium", "the browser tests (tests/e2e) will be skipped"),
+              "/usr/bin/bwrap": ("bubblewrap", "course grade's tests run without bubblewrap")}
+    missing = {path: why for path, why in needed.items() if not Path(path).exists()}
+    if not missing:
         return
-    if sys.platform != "linux" or not Path("/usr/bin/apt-get").exists():
-        say(f"no {CHROMIUM} and no apt-get here: the browser tests (tests/e2e) will be skipped")
+    names = " ".join(package for package, _ in missing.values())
+    if sys.platform != "linux" or not Path("/usr/bin/apt-get").exists() or os.geteuid() != 0:
+        how = "no apt-get here" if not Path("/usr/bin/apt-get").exists() else "installing needs root"
+        for path, (package, effect) in missing.items():
+            say(f"no {path} ({how}: sudo apt-get install {package}): {effect}")
         return
-    if os.geteuid() != 0:
-        say("chromium is missing and installing it needs root (sudo apt-get install chromium): "
-            "the browser tests (tests/e2e) will be skipped")
-        return
-    say("installing Debian's chromium for the browser tests (apt-get, about 30 s)")
+    say(f"installing Debian's {names} for the tests (apt-get, about 30 s)")
     quiet = {"stdout": subprocess.DEVNULL}
     if subprocess.call(["apt-get", "update", "-qq"], **quiet) or subprocess.call(
-            ["apt-get", "install", "-y", "-qq", "chromium"], **quiet,
+            ["apt-get", "install", "-y", "-qq", *names.split()], **quiet,
             env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}):
-        say("could not install chromium: the browser tests (tests/e2e) will be skipped")
+        for package, effect in missing.values():
+            say(f"could not install {package}: {effect}")
 
 
 PROXY_DIR = ROOT / "build" / "node"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from course_utils.core.errors import CourseError, course_root
 from course_utils.core.registry import UnknownId
+from course_utils.course.lab import NEWS_SETTING, quiet_news  # noqa: F401 - importable from here as before
 
 
 def _doctor(args) -> int:
@@ -19,50 +19,11 @@ def _doctor(args) -> int:
     return doctor.main()
 
 
-NEWS_SETTING = ("@jupyterlab/apputils-extension:notification", "fetchNews")
-NEWS_OVERRIDE = "mps-detective.json"  # the course's own file among JupyterLab's settings overrides
-
-
-def quiet_news(app_dir: Path | None = None) -> Path | None:
-    """Answer JupyterLab's "get notified about official Jupyter news?" prompt with no, before it
-    is asked: a default in the lab's ``settings/overrides.d`` (read at start-up; no network call;
-    a choice the learner makes in Settings still wins). ``app_dir``: JupyterLab's application
-    folder (default: this environment's). Returns the file, or None where it cannot be written."""
-    import json
-
-    from course_utils.core.files import write_atomically
-
-    if app_dir is None:
-        from jupyterlab.commands import get_app_dir
-
-        app_dir = Path(get_app_dir())
-    plugin, key = NEWS_SETTING
-    path = Path(app_dir) / "settings" / "overrides.d" / NEWS_OVERRIDE
-    try:
-        write_atomically(path, json.dumps({plugin: {key: "false"}}, indent=2))
-    except OSError:  # a read-only, shared environment: JupyterLab then asks once, as it always did
-        return None
-    return path
-
-
 def _lab(args) -> int:
-    """Open JupyterLab at the learner's own copy of lesson 00 (made on first use, outputs cleared,
-    never overwritten), so running it leaves notebooks/ as it is."""
-    from course_utils.course.widgets import write_lab_css
-    from course_utils.course.workspace import start_lesson, workspace_dir
+    """``course lab``: JupyterLab at the learner's own copy of lesson 00 (``course.lab.open_lab``)."""
+    from course_utils.course import lab
 
-    root = course_root()
-    quiet_news()
-    lesson = start_lesson("00", root=root)[0]
-    top = root if lesson.resolve().is_relative_to(root.resolve()) else lesson.parents[1]  # a moved workspace
-    css = write_lab_css(workspace_dir(root) / ".lab-css")  # printed reports wrap at word boundaries
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={top}",
-           lesson.resolve().relative_to(top.resolve()).as_posix(),
-           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css.parent}", *args.jupyter_args]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        cmd.append("--allow-root")  # containers often run as root; Jupyter refuses it otherwise
-    print(f"opening JupyterLab at your copy of lesson 00 ({lesson})")
-    return subprocess.call(cmd, cwd=top)
+    return lab.open_lab(args.jupyter_args)
 
 
 def _start(args) -> int:
@@ -81,11 +42,11 @@ def _start(args) -> int:
 
 
 def _existing_copies(lesson: str) -> set[Path]:
-    from course_utils.course.workspace import lesson_notebook, workspace_dir
+    from course_utils.course.workspace import exercise_copy, lesson_notebook, workspace_dir
 
-    name = lesson_notebook(course_root() / "notebooks", lesson).name
+    source = lesson_notebook(course_root() / "notebooks", lesson)
     here = workspace_dir(course_root())
-    return {p for p in (here / "lessons" / name, here / name) if p.exists()}
+    return {p for p in (here / "lessons" / source.name, exercise_copy(source, here)) if p.exists()}
 
 
 def _check(args) -> int:
@@ -110,6 +71,7 @@ def _progress(args) -> int:
 
     rows = progress.rows()
     print(f"progress file: {progress.path()}")
+    _mention_feedback()
     if not rows:
         print("nothing yet: solve an exercise with check() or take a lesson's quiz")
         return 0
@@ -117,6 +79,17 @@ def _progress(args) -> int:
     for item, status, attempts, detail in rows:
         print(f"{item:<24} {status:<16} {attempts:>8}  {detail}")
     return 0
+
+
+def _mention_feedback() -> None:
+    """Say where the instructor's feedback is, when there is some."""
+    from course_utils.course.feedback_release import latest_pages
+    from course_utils.course.workspace import workspace_dir
+
+    pages = latest_pages(workspace_dir())
+    if pages:
+        print(f"feedback from your instructor: {pages[0]} (open it in JupyterLab; "
+              f"{len(pages)} page(s) in {pages[0].parent})")
 
 
 def _build_exercises(args) -> int:
@@ -141,7 +114,7 @@ def _run_notebooks(args) -> int:
     root = course_root()
     paths = [Path(p) for p in args.paths] or sorted(
         [*(root / "notebooks").glob("*.ipynb"), *(root / "solutions").glob("*.ipynb")])
-    changed = execute_all(paths, timeout=args.timeout)
+    changed = execute_all(paths, timeout=args.timeout, refresh=args.refresh)
     print(f"re-executed {len(paths)} notebooks; {len(changed)} changed")
     return 0
 
@@ -162,8 +135,36 @@ def _grade(args) -> int:
     limits = Limits(timeout=args.timeout, memory_mb=args.memory)
     options = Options(limits=limits, jobs=args.jobs, seed=args.seed, reap_orphans=True,
                       lesson=args.lesson.zfill(2) if args.lesson else None, isolation=args.isolation)
-    return grade_and_write(args.paths, options, Path(args.out), Path(args.json) if args.json else None,
+    details = Path(args.json) if args.json else None
+    if args.feedback and details is None:  # the pages are built from the details
+        details = Path(args.out).with_suffix(".details.json")
+    code = grade_and_write(args.paths, options, Path(args.out), details,
                            Path(args.lms) if args.lms else None)
+    if args.feedback and code == 0:
+        _write_feedback(args.paths, details, Path(args.feedback))
+    return code
+
+
+def _write_feedback(paths: list[str], details: Path, out: Path) -> None:
+    """``course grade --feedback DIR``: a page per learner from the run's details."""
+    import json
+
+    from course_utils.grader.feedback import write_pages
+    from course_utils.grader.lms import LmsFile
+
+    learner_of, _ = LmsFile(out / "unused.csv", [Path(p) for p in paths]).learners()
+    written = write_pages(json.loads(details.read_text(encoding="utf-8")), learner_of, out)
+    print(f"feedback: {sum(map(len, written.values())) // 2} page(s) for {len(written)} learner(s) "
+          f"in {out}; next: course feedback release {out} HOME...")
+
+
+def _feedback(args) -> int:
+    """``course feedback release``: each learner's pages into their own workspace."""
+    from course_utils.course import feedback_release
+
+    done = feedback_release.release(Path(args.feedback), args.homes, strip_prefix=args.strip_prefix)
+    print(feedback_release.report(done))
+    return 0
 
 
 def _collect(args) -> int:
@@ -194,6 +195,13 @@ def _mutants(args) -> int:
         scores.append(mutation.score(bank.get(exercise_id)))
     print(mutation.table(scores))
     return 0 if all(not s.survivors and not s.stale for s in scores) else 1
+
+
+def _author_test(args) -> int:
+    """``course author-test ID``: one exercise, drill or watch check, and exactly its tests."""
+    from course_utils.course.author_loop import run
+
+    return run(args.subject)
 
 
 def _drill(args) -> int:
@@ -229,6 +237,8 @@ def parser() -> argparse.ArgumentParser:
     rn = sub.add_parser("run-notebooks", help="re-execute lessons and solutions, store outputs")
     rn.add_argument("paths", nargs="*", help="notebooks (default: notebooks/ and solutions/)")
     rn.add_argument("--timeout", type=int, default=300, help="seconds per cell")
+    rn.add_argument("--refresh", action="store_true", help="store every new output, also where it "
+                    "differs from the stored one only in timings, measured ratios or a plot's pixels")
     rn.set_defaults(fn=_run_notebooks)
     gr = sub.add_parser("grade", help="(instructors) grade a class's notebooks, each in a fresh, "
                         "limited process; write a gradebook and a class report")
@@ -247,7 +257,17 @@ def parser() -> argparse.ArgumentParser:
                     "guards only; auto (default): namespaces where they work")
     gr.add_argument("--lms", help="also write an LMS-friendly CSV here: one row per learner (the "
                     "folder below the class folder), total, possible, percent")
+    gr.add_argument("--feedback", metavar="DIR", help="also write one feedback page per learner "
+                    "into DIR (for course feedback release)")
     gr.set_defaults(fn=_grade)
+    fb = sub.add_parser("feedback", help="(instructors) release each learner's feedback pages into "
+                        "their workspace: course feedback release DIR HOME...")
+    fb.add_argument("action", choices=("release",))
+    fb.add_argument("feedback", metavar="DIR", help="the folder course grade --feedback wrote")
+    fb.add_argument("homes", nargs="+", metavar="HOME", help="learners' homes, or folders of them")
+    fb.add_argument("--strip-prefix", default="", help="drop this prefix from learner names "
+                    "(jupyter- on TLJH), as for course collect")
+    fb.set_defaults(fn=_feedback)
     co = sub.add_parser("collect", help="(instructors) copy each learner's exercise notebooks into a "
                         "new class folder, CLASS/<learner>/NN_slug.ipynb, for course grade")
     co.add_argument("homes", nargs="+", metavar="HOME", help="learners' homes, or folders of them (/home)")
@@ -276,6 +296,11 @@ def parser() -> argparse.ArgumentParser:
                         "declared equivalent, surviving")
     mu.add_argument("ids", nargs="*", help="exercise ids (default: all)")
     mu.set_defaults(fn=_mutants)
+    at = sub.add_parser("author-test", help="(authors) run exactly the tests and notebooks of one "
+                        "exercise, drill or watch check")
+    at.add_argument("subject", help="an exercise id (01.batch_bytes), a drill id "
+                    "(losses.double_softmax) or watch:KIND")
+    at.set_defaults(fn=_author_test)
     sub.add_parser("watch", add_help=False, help="run a training script unmodified and report silent "
                    "training bugs: course watch [--json F] [--html F] script.py [args...]")
     return p

@@ -300,3 +300,28 @@ class Kernel:
             self.http.delete(f"{self.base}/kernels/{self.id}", timeout=30)
         except Exception:  # noqa: BLE001, S110 - the hub's shutdown ends it anyway
             pass
+
+
+def run_in_terminal(hub: Hub, name: str, token: str, command: str, deadline_s: float = 180.0) -> str:
+    """Type ``command`` into a new JupyterLab terminal of a learner's server (the terminals REST
+    API and its websocket, as JupyterLab does) and return what the terminal showed until it ended."""
+    import requests
+    import websocket
+
+    auth = {"Authorization": f"token {token}"}
+    api = f"{hub.url}/user/{name}/api/terminals"
+    term = requests.post(api, headers=auth, timeout=60).json()["name"]
+    ws = websocket.create_connection(f"ws://127.0.0.1:{hub.port}/user/{name}/terminals/websocket/{term}",
+                                     timeout=60, header=[f"Authorization: token {token}"])
+    shown, end = "", time.monotonic() + deadline_s
+    try:
+        ws.send(json.dumps(["stdin", f"{command}; echo ended-$((6 * 7))\r"]))  # typed: not the marker
+        while "ended-42" not in shown:
+            ws.settimeout(max(0.1, end - time.monotonic()))
+            message = json.loads(ws.recv())  # a timeout here raises: the terminal is stuck
+            if message[0] == "stdout":
+                shown += message[1]
+    finally:
+        ws.close()
+        requests.delete(f"{api}/{term}", headers=auth, timeout=30)
+    return shown

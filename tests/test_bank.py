@@ -22,7 +22,8 @@ def test_every_reference_passes_its_own_cases(ex, seed):
     assert find_failure(ex, ex.reference, seed) is None
 
 
-@pytest.mark.parametrize("ex, name, mutant", MUTANTS, ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("ex, name, mutant", MUTANTS, ids=lambda v: v if isinstance(v, str) else
+                         getattr(v, "id", ""))
 def test_every_mutant_is_rejected_naming_case_expected_and_got(ex, name, mutant):
     with pytest.raises(CheckFailed) as info:
         check(ex.id, mutant, seed=0)
@@ -52,7 +53,8 @@ def test_every_lesson_with_exercises_has_a_quiz_of_valid_questions():
         assert len(q.questions) >= 4
 
 
-@pytest.mark.parametrize("ex, name, answer", ALTERNATIVES, ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize("ex, name, answer", ALTERNATIVES, ids=lambda v: v if isinstance(v, str) else
+                         getattr(v, "id", ""))
 def test_every_alternative_right_answer_passes(ex, name, answer):
     seeds = (0,) if ex.lesson == "08" else (0, 1, 2024)  # a capstone case trains a model: one seed
     for seed in seeds:

@@ -222,3 +222,14 @@ def test_the_rules_of_the_haunted_and_the_fixed_script_hold():
         assert rules["foreign_rows"] == 0 and rules["batch_rows"] == [32, 32] and rules["symmetric_start"]
         assert rules["max_token_norm"] <= 1.0 + 1e-4 and rules["shared_storage"] == []
     assert rules["lost_writes"] == 0
+
+
+def test_freezing_the_affected_weight_fails_the_frozen_checkpoint_and_says_why():
+    """The dodge `requires_grad_(False)` on up.weight (every other untrained-parameter fix is a hand
+    mutant of 08.capstone_frozen, rejected by its judge in test_bank)."""
+    lab = Lab(seed=0)
+    report = capstone_frozen.UNTRAINED["fixes the layout but freezes up.weight"](lab)
+    assert report["untrained"] == {"up.weight": "never received a gradient (requires_grad off, "
+                                                "detached, or cleared)"}
+    assert "left untrained" in checkpoints(report, lab)["frozen"]
+    assert fixed(Lab(seed=1))["untrained"] == {}

@@ -1,6 +1,7 @@
 """Does the course command keep a learner's work safe and explain every bad input?"""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ def course(tmp_path):
 
 def test_start_copies_the_exercise_into_the_workspace(course):
     target = start("1", root=course)
-    assert target == course / "workspace" / "01_mps_setup.ipynb"
+    assert target == course / "workspace" / "01_mps_setup_exercises.ipynb"
     assert target.read_bytes() == (course / "exercises" / "01_mps_setup.ipynb").read_bytes()
 
 
@@ -42,7 +43,7 @@ def test_start_force_keeps_a_timestamped_backup_first(course):
     target = start("01", root=course)
     target.write_text("my precious work")
     start("01", force=True, root=course)
-    (backup,) = (course / "workspace" / "backups").glob("01_mps_setup.*.ipynb")
+    (backup,) = (course / "workspace" / "backups").glob("01_mps_setup_exercises.*.ipynb")
     assert backup.read_text() == "my precious work"
     assert target.read_text() != "my precious work"
 
@@ -53,7 +54,7 @@ def test_course_start_copies_the_lesson_and_its_exercises_and_keeps_them_on_a_se
     monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
     assert cli.main(["start", "3"]) == 0
     lesson = course / "workspace" / "lessons" / "03_sync_and_timing.ipynb"
-    exercises = course / "workspace" / "03_sync_and_timing.ipynb"
+    exercises = course / "workspace" / "03_sync_and_timing_exercises.ipynb"
     out = capsys.readouterr().out
     assert f"your lesson: {lesson} (new)" in out and f"your exercises: {exercises} (new)" in out
     assert not any(c.get("outputs") for c in nbformat.read(lesson, as_version=4).cells)
@@ -180,7 +181,7 @@ def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(t
     from jupyterlab.commands import get_app_dir
     from jupyterlab_server.settings_utils import get_settings
 
-    from course_utils.cli import NEWS_SETTING, quiet_news
+    from course_utils.course.lab import NEWS_SETTING, quiet_news
 
     settings = tmp_path / "settings"
     settings.mkdir()
@@ -194,25 +195,33 @@ def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(t
 
 
 def test_course_lab_goes_on_where_the_environment_is_read_only(tmp_path):
-    from course_utils.cli import quiet_news
+    from course_utils.course.lab import quiet_news
 
     (tmp_path / "settings").write_text("a file where the folder would be")
     assert quiet_news(tmp_path) is None
 
 
-def test_course_lab_opens_the_learners_own_copy_of_lesson_00(course, monkeypatch, capsys):
+def test_course_lab_opens_the_learners_own_copy_of_lesson_00(course, monkeypatch):
     monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(course))
     monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
-    monkeypatch.setattr(cli, "quiet_news", lambda: None)  # never the real environment's settings
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a shell where the course's environment is not active
+    from course_utils.course import lab
+
+    monkeypatch.setattr(lab, "quiet_news", lambda: None)  # never the real environment's settings
     launched = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, cwd: launched.append((cmd, cwd)) or 0)
+    monkeypatch.setattr(lab.subprocess, "call", lambda cmd, cwd, env: launched.append((cmd, cwd, env)) or 0)
     assert cli.main(["lab", "--no-browser"]) == 0
-    (cmd, cwd), = launched
+    (cmd, cwd, env), = launched
     copy = course / "workspace" / "lessons" / "00_start_here.ipynb"
-    assert cmd[cmd.index(f"--ServerApp.root_dir={course}") + 1] == "workspace/lessons/00_start_here.ipynb"
+    # The URL the server prints (and opens) is lesson 00's copy, not the Launcher.
+    assert f"--ServerApp.root_dir={course}" in cmd
+    assert "--LabApp.default_url=/lab/tree/workspace/lessons/00_start_here.ipynb" in cmd
     assert "--no-browser" in cmd and cwd == course
-    css = Path(cmd[cmd.index("--LabApp.custom_css=True") + 1].split("=", 1)[1]) / "custom.css"
-    assert "overflow-wrap" in css.read_text()  # printed reports wrap at word boundaries
+    # The server, its kernels and terminals find `course`; the course's Jupyter settings load.
+    assert env["PATH"].split(os.pathsep) == [str(Path(sys.executable).parent), "/usr/bin", "/bin"]
+    config = Path(env["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0])
+    assert "overflow-wrap: anywhere" in (config / "custom" / "custom.css").read_text()
+    assert (config / "jupyter_server_config.py").is_file()
     assert not any(c.get("outputs") for c in nbformat.read(copy, as_version=4).cells)  # unspoiled
     copy.write_text(copy.read_text().replace("Start here", "my notes"))
     assert cli.main(["lab"]) == 0

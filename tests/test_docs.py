@@ -72,8 +72,9 @@ def test_every_relative_link_of_a_page_resolves(page):
 
 def _renderers():
     """Each published table's renderer, from the benchmark that writes it."""
-    from tests.benchmarks import bench, bench_hub, bench_watch_cost
+    from tests.benchmarks import bench, bench_grade, bench_hub, bench_watch_cost
     return {
+        "grade_memory": ("performance.md", bench_grade.render_memory),
         "performance": ("performance.md", lambda rows: bench.render([tuple(r) for r in rows], True)),
         "hub_capacity": ("instructors.md", bench_hub.render),
         "watch_cost": ("watch.md", bench_watch_cost.render),
@@ -130,3 +131,37 @@ def test_no_file_speaks_of_how_the_project_was_made():
 ])
 def test_the_history_patterns_flag_history_and_nothing_else(line, flagged):
     assert any(p.search(line) for p in HISTORY) == flagged
+
+
+def _module_map() -> list[tuple[str, list[str]]]:
+    """(part folder, entry points) per row of docs/architecture.md's module map."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text.split("| part | job | entry points |", 1)[1].split("\n\n", 1)[0]
+    rows = []
+    for line in table.strip().splitlines()[1:]:
+        part, _, entries = [cell.strip() for cell in line.strip("|").split("|")]
+        folder = "" if part == "top level" else part.strip("`").rstrip("/")
+        rows.append((folder, re.findall(r"`([A-Za-z_][\w.]*)`", entries)))
+    return rows
+
+
+def test_the_module_map_names_every_part_and_each_entry_point_exists():
+    import importlib.util
+
+    rows = _module_map()
+    package = ROOT / "course_utils"
+    parts = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert parts <= {folder for folder, _ in rows}, "a part of the package missing from the map"
+    for folder, entries in rows:
+        assert (package / folder).is_dir(), f"the map names course_utils/{folder}, which is gone"
+        base = "course_utils" + (f".{folder.replace('/', '.')}" if folder else "")
+        for entry in entries:
+            if entry.endswith(".py"):
+                assert (package / folder / entry).exists(), entry
+                continue
+            head, _, attr = entry.partition(".")
+            module_name = base if head == Path(folder).name else f"{base}.{head}"  # drills.get
+            if importlib.util.find_spec(module_name) is None:  # a name the part exports: check
+                module_name, attr = base, head
+            module = importlib.import_module(module_name)
+            assert not attr or hasattr(module, attr), f"{module_name} has no {attr} (docs/architecture.md)"

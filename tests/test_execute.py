@@ -82,3 +82,33 @@ def test_does_the_kernel_start_in_the_notebooks_folder(tmp_path):
     execute_notebook(path)
     printed = nbformat.read(path, as_version=4).cells[0].outputs[0].text.strip()
     assert Path(printed).resolve() == folder.resolve()
+
+
+def test_a_second_run_rewrites_nothing_that_only_varies_and_everything_that_changed(tmp_path):
+    """Timings, widget model ids, split prints and a plot's pixels vary from run to run: a rerun
+    keeps the stored outputs. An output that really changed is stored anew."""
+    (tmp_path / "value.txt").write_text("first")
+    path = write(
+        tmp_path / "lesson.ipynb",
+        code("import sys, time\nt = time.perf_counter()\nprint('start'); sys.stdout.flush()\n"
+             "time.sleep(0.01)\nprint(f'{time.perf_counter() - t:.6f} s elapsed')", "timing"),
+        code("import ipywidgets\nipywidgets.IntSlider()", "widget"),
+        code("import numpy as np, matplotlib.pyplot as plt\nplt.figure(figsize=(2, 2))\n"
+             "plt.imshow(np.random.rand(8, 8)); plt.show()", "plot"),
+        code("print(open('value.txt').read())", "value"))
+    execute_notebook(path)
+    first = path.read_bytes()
+    stored = nbformat.read(path, as_version=4)
+    view = stored.cells[1].outputs[0].data["application/vnd.jupyter.widget-view+json"]
+    execute_notebook(path)
+    assert path.read_bytes() == first
+    (tmp_path / "value.txt").write_text("second")
+    execute_notebook(path)
+    again = nbformat.read(path, as_version=4)
+    assert again.cells[3].outputs[0].text == "second\n"
+    assert [c.outputs for c in again.cells[:3]] == [c.outputs for c in stored.cells[:3]]
+    assert view["model_id"] == again.cells[1].outputs[0].data[
+        "application/vnd.jupyter.widget-view+json"]["model_id"]
+    execute_notebook(path, refresh=True)
+    fresh = nbformat.read(path, as_version=4)
+    assert fresh.cells[2].outputs != stored.cells[2].outputs, "refresh stores the new pixels"

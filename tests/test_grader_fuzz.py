@@ -43,7 +43,7 @@ from course_utils.grader.gradebook import csv_text, json_text
 from course_utils.grader.judging import STATUSES
 from course_utils.grader.results import read_results
 from course_utils.grader.sandbox import RunStatus
-from course_utils.grader.text import FORMULA_START, SURROGATE, clean, csv_cell
+from course_utils.grader.text import FORMULA_START, SURROGATE, clean, csv_cell, name_text
 
 LONG = int(os.environ.get("MPS_DETECTIVE_FUZZ_EXAMPLES", "0"))
 
@@ -232,7 +232,8 @@ def test_hostile_records_give_a_complete_gradebook_and_no_pass(lesson01, lines, 
 
 # --- hostile class folders ------------------------------------------------------------------------------
 
-NAMES = st.tuples(st.sampled_from([b"", b"01_", b"=", b"+01_", b"-", b"@01_", b"\t", b"01_\n"]),
+NAMES = st.tuples(st.sampled_from([b"", b"01_", b"=", b"+01_", b"-", b"@01_", b"\t", b"01_\n", b"'=",
+                                   b"\\x01", b"01_\\xff", b"\\", b"'"]),
                   st.binary(min_size=1, max_size=30).filter(lambda b: b"/" not in b and b"\0" not in b)
                   ).map(lambda parts: parts[0] + parts[1] + b".ipynb")
 KINDS = st.sampled_from(["notebook", "garbage", "empty", "deep", "bad_metadata", "fifo", "dev_zero",
@@ -291,7 +292,8 @@ def test_hostile_class_folders_give_one_well_formed_row_per_path(lesson01, entri
                                       ).final(graded, options)
         text.encode("utf-8")
         assert graded.status == "complete" and graded.graded == len(made)
-        names = sorted(csv_cell(os.fsdecode(n)) for n in made)
+        names = sorted(csv_cell(name_text(os.fsdecode(n))) for n in made)
+        assert len(set(names)) == len(made)  # distinct files, distinct shown names
         book = (Path(tmp) / "out" / "gradebook.csv").read_bytes().decode("utf-8")
         table = list(csv.reader(io.StringIO(book)))
         assert sorted(r[0] for r in table[1:]) == names

@@ -1,8 +1,9 @@
 """A workshop on a real JupyterHub: the hub runs `course hub-config`'s configuration on
 loopback with configurable-http-proxy from npm, SimpleLocalProcessSpawner and the
 DummyAuthenticator (tests/hub_session.py). Three learners log in, their servers start through the
-REST API, each runs `course start 01`, edits their copy and runs a check() in their own kernel;
-then the instructor collects and grades, and each learner's progress holds only their own check.
+REST API, each runs `!course start 01` in a cell, edits their copy, runs a check() in their own
+kernel and `course progress` in a JupyterLab terminal; then the instructor collects and grades, and
+each learner's progress holds only their own check.
 
 Needs jupyterhub (the dev extra) and configurable-http-proxy (the README's test command installs
 it into build/node/ with npm); skipped, saying why, without them.
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.hub_session import Hub, Kernel, find_proxy, session_pids
+from tests.hub_session import Hub, Kernel, find_proxy, run_in_terminal, session_pids
 
 pytest.importorskip("jupyterhub", reason="jupyterhub is not installed (it is in the dev extra: "
                     "python3 course_utils/bootstrap.py test installs it)")
@@ -46,7 +47,7 @@ WORK = {
             "    return next(k for k in ('mps', 'cuda', 'cpu') if usable[k])\n", True),
     "carol": ("batch_bytes", "def batch_bytes(shape, dtype):\n    return math.prod(shape)\n", False),
 }
-NOTEBOOK = "workspace/01_mps_setup.ipynb"
+NOTEBOOK = "workspace/01_mps_setup_exercises.ipynb"
 
 
 def course(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -73,16 +74,17 @@ def learner_session(hub: Hub, name: str) -> dict:
     kernel = Kernel(hub, name, token)
     try:
         where = kernel.execute("import os, sys\nprint(sys.prefix)\nprint(os.environ['MPS_DETECTIVE_HOME'])")
-        started = kernel.execute("import subprocess\nr = subprocess.run(['course', 'start', '01'], "
-                                 "capture_output=True, text=True)\nprint(r.stdout, r.stderr)")
+        started = kernel.execute("!course start 01")  # `course` in a cell, as lesson 00 says
         exercise, answer, _ = WORK[name]
         save_answer(kernel, exercise, answer)
         checked = kernel.execute(f"{SETUP}{answer}\ncheck('01.{exercise}', {exercise})")
         seen = kernel.execute("from course_utils.core import progress\n"
                               "print(sorted(progress.load()['exercises']))")
         page = kernel.http.get(f"{hub.url}/user/{name}/lab", timeout=60).text
+        terminal = run_in_terminal(hub, name, token, "course progress")
         return {"token": token, "where": where, "started": started, "checked": checked,
-                "seen": seen, "widgets": "@jupyter-widgets/jupyterlab-manager" in page}
+                "seen": seen, "widgets": "@jupyter-widgets/jupyterlab-manager" in page,
+                "terminal": terminal}
     finally:
         kernel.close()
 
@@ -116,6 +118,8 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
         assert "your exercises:" in got["started"]["stdout"] and (home / NOTEBOOK).is_file()
         assert (home / "notebooks" / "00_start_here.ipynb").is_file(), "the lessons, their own copy"
         assert got["widgets"], "JupyterLab in the learner's server has the ipywidgets extension"
+        # `course` in the learner's JupyterLab terminal (a login shell would have reset PATH).
+        assert f"progress file: {home / 'progress' / 'progress.json'}" in got["terminal"], got["terminal"]
         assert got["checked"]["status"] == ("ok" if passes else "error"), got["checked"]
         assert (f"01.{exercise} passed" in got["checked"]["stdout"]) is passes
         # Each learner sees only their own progress, in their own MPS_DETECTIVE_HOME.
@@ -131,12 +135,12 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
     collected = course("collect", str(hub.homes), "--out", str(tmp_path / "class"), cwd=tmp_path)
     assert collected.returncode == 0, collected.stderr
     for name in WORK:
-        assert (tmp_path / "class" / name / "01_mps_setup.ipynb").is_file()
+        assert (tmp_path / "class" / name / "01_mps_setup_exercises.ipynb").is_file()
     again = course("collect", str(hub.homes), "--out", str(tmp_path / "class"), cwd=tmp_path)
     assert again.returncode == 2 and "already exists" in again.stderr
     graded = course("grade", str(tmp_path / "class"), "--out", str(tmp_path / "grades" / "book.csv"),
                     "--lms", str(tmp_path / "grades" / "lms.csv"), "--jobs", "2", "--timeout", "120",
-                    cwd=tmp_path)
+                    "--feedback", str(tmp_path / "feedback"), cwd=tmp_path)
     assert graded.returncode == 0, graded.stdout + graded.stderr
     with open(tmp_path / "grades" / "lms.csv", newline="") as fh:
         rows = {r["learner"]: r for r in csv.DictReader(fh)}
@@ -145,3 +149,24 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
         assert (rows[name]["total"], rows[name]["possible"]) == (str(int(passes)), "4"), rows[name]
     assert rows["alice"]["percent"] == "25.0" and rows["carol"]["percent"] == "0.0"
     assert os.path.exists(tmp_path / "grades" / "book.csv")
+
+    # Feedback: released into each learner's workspace, opened by their own server; another
+    # learner's token opens none of it, and no server serves a path outside its learner's folder.
+    released = course("feedback", "release", str(tmp_path / "feedback"), str(hub.homes), cwd=tmp_path)
+    assert released.returncode == 0, released.stdout + released.stderr
+    for name, (exercise, _, passes) in WORK.items():
+        folder = hub.homes / name / "mps-detective" / "workspace" / "feedback"
+        pages = sorted(folder.glob("feedback-*.html"))
+        assert len(pages) == 1, f"{name}: one page released"
+        own = {"Authorization": f"token {done[name]['token']}"}
+        url = f"{hub.url}/user/{name}/files/workspace/feedback/{pages[0].name}"
+        opened = requests.get(url, headers=own, timeout=60)
+        assert opened.status_code == 200 and f"Feedback for {name}" in opened.text, opened.status_code
+        assert (f"01.{exercise}: <span class='pass'>" in opened.text) is passes
+        other = next(n for n in WORK if n != name)
+        theirs = {"Authorization": f"token {done[other]['token']}"}
+        refused = requests.get(url, headers=theirs, timeout=60, allow_redirects=False)
+        assert refused.status_code in (302, 403, 404), (name, other, refused.status_code)
+        outside = requests.get(f"{hub.url}/user/{other}/api/contents/%2E%2E/{name}/mps-detective/"
+                               f"workspace/feedback/{pages[0].name}", headers=theirs, timeout=60)
+        assert outside.status_code in (400, 403, 404), (name, other, outside.status_code)

@@ -29,10 +29,14 @@ def test_every_lesson_opens_with_what_you_learn_prerequisites_time_and_runs_on(p
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
-def test_every_lesson_prints_versions_and_device_and_ends_with_a_quiz(path):
+def test_every_lesson_prints_versions_and_device_and_ends_with_a_quiz_then_the_next_lesson(path):
     cells = code_cells(path)
     assert "summary()" in cells[0].source
-    assert "quiz(" in cells[-1].source
+    last = path.name[:2] == LESSONS[-1].name[:2]
+    quiz_at = -1 if last else -2
+    assert "quiz(" in cells[quiz_at].source
+    if not last:
+        assert f'next_lesson("{int(path.name[:2]) + 1:02d}")' in cells[-1].source, "the link onward"
 
 
 @pytest.mark.parametrize("path", LESSONS + GRADED, ids=lambda p: p.name)

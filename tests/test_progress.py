@@ -43,13 +43,18 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(progress_home, monk
     assert sorted(p.name for p in progress_home.iterdir()) == ["progress.json", "progress.json.lock"]
 
 
-def test_quiz_best_score_decides_completion():
+def test_a_first_attempt_on_a_form_decides_completion():
     progress.record_quiz("01", 0.8)
     progress.record_quiz("01", 0.4)
     q = progress.load()["quizzes"]["01"]
     assert q["best"] == 0.8 and q["last"] == 0.4 and q["complete"] is True
     progress.record_quiz("02", 0.6)
-    assert progress.load()["quizzes"]["02"]["complete"] is False
+    progress.record_quiz("02", 1.0)  # the same form again, its answers shown: practice
+    q = progress.load()["quizzes"]["02"]
+    assert q["complete"] is False and q["best"] == 0.6 and q["practice_best"] == 1.0
+    progress.record_quiz("02", 0.8, form=1)  # a first attempt on another form counts
+    q = progress.load()["quizzes"]["02"]
+    assert q["complete"] is True and q["counted"]["attempt"] == 3 and q["counted"]["form"] == 1
 
 
 def test_rows_and_status_summarise_for_the_command_line():
@@ -57,7 +62,7 @@ def test_rows_and_status_summarise_for_the_command_line():
     progress.record_quiz("01", 1.0)
     rows = progress.rows()
     assert rows[0][:3] == ("01.x", "not yet", "1")
-    assert rows[1][:2] == ("quiz 01", "complete")
+    assert rows[1][:2] == ("quiz 01", "complete (attempt 1, form 1)")
     assert progress.status("01.x") == "01.x: not passed yet after 1 check(s)"
     assert progress.status("09.none") == "09.none: not attempted"
 

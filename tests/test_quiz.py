@@ -76,3 +76,46 @@ def test_answer_positions_vary_and_are_stable_between_runs():
     again = Quiz("01", [Question("p", ("a", "b", "c", "d"), 2, "w")])
     assert again.questions[0].choices[again.questions[0].answer] == "c"
     assert again.questions == Quiz("01", [Question("p", ("a", "b", "c", "d"), 2, "w")]).questions
+
+
+def test_only_a_first_attempt_on_a_form_counts_and_a_retry_serves_another_form():
+    q = quiz("02")
+    assert q.next_form() == 0
+    first = q.form(0)
+    assert q.grade([None] * len(first), form=0) == 0.0
+    assert q.next_form() == 1  # the feedback showed form A's answers: a retry gets form B
+    assert q.grade([x.answer for x in first], form=0) == 1.0  # A again, answers known: practice
+    entry = progress.load()["quizzes"]["02"]
+    assert entry["complete"] is False and entry["practice_best"] == 1.0 and "counted" not in entry
+    assert [x.prompt for x in q.form(1)] != [x.prompt for x in first]
+    assert q.grade([x.answer for x in q.form(1)], form=1) == 1.0
+    entry = progress.load()["quizzes"]["02"]
+    assert entry["complete"] is True and entry["counted"]["attempt"] == 3
+    assert entry["counted"]["form"] == 1
+    row = next(r for r in progress.rows() if r[0] == "quiz 02")
+    assert row[1] == "complete (attempt 3, form 2)" and "not counted" in row[3]
+
+
+def test_when_every_form_was_seen_further_attempts_are_practice():
+    q = quiz("03")
+    for form in range(len(q.forms)):
+        q.grade([None] * len(q.form(form)), form=form)
+    q.grade([x.answer for x in q.form(0)], form=0)
+    assert progress.load()["quizzes"]["03"]["complete"] is False
+    assert "every form has been seen" in q.verdict(1.0)
+
+
+def test_the_widget_serves_another_form_after_a_submit():
+    q = Quiz("98", [(Question("2+2?", ("3", "4"), 1, "sum"), Question("3+3?", ("6", "5"), 0, "sum"))])
+    box = QuizView(q).widget()
+    box.children[1].index = None
+    box.children[2].click()  # submitted blank: 0%, and form A's answers are shown
+    out, retry = box.children[3], box.children[4]
+    assert "another form is ready" in out.outputs[0]["text"]
+    retry.click()
+    prompt, radio = box.children[0], box.children[1]
+    assert prompt.value == "<b>Q1.</b> 3+3?"
+    radio.index = q.form(1)[0].answer
+    box.children[2].click()
+    assert "lesson complete" in box.children[3].outputs[0]["text"]
+    assert progress.load()["quizzes"]["98"]["counted"]["form"] == 1

@@ -120,3 +120,63 @@ def test_its_display_has_a_short_stable_text_stand_in(explorer):
 def test_parse_ints_and_render_png():
     assert parse_ints("(2, 3,4)") == (2, 3, 4) and parse_ints(" ") == ()
     assert render_png(torch.zeros(2, 2)).startswith(b"\x89PNG")
+
+
+def _label_boxes(fig):
+    """Each picture's cell numbers and their boxes in pixels, once the figure is laid out."""
+    from course_utils.toolkit.layout import LABEL_GID
+
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    return [(ax, [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts
+                  if t.get_gid() == LABEL_GID]) for ax in fig.axes]
+
+
+def _overlaps(labels, gap: float) -> list[str]:
+    found = []
+    for i, (a, box_a) in enumerate(labels):
+        for b, box_b in labels[i + 1:]:
+            if (box_a.x0 < box_b.x1 + gap and box_b.x0 < box_a.x1 + gap
+                    and box_a.y0 < box_b.y1 + gap and box_b.y0 < box_a.y1 + gap):
+                found.append(f"{a} and {b}")
+    return found
+
+
+def _explored():
+    """Tensors the explorer accepts (1 to 1024 elements, 1 to 4 dims) after the learner's ops:
+    storages of 1 to 33 elements (numbered or not), 3-digit numbers, views with gaps."""
+    arange = torch.arange
+    return [arange(1.), arange(24.), arange(24.).reshape(2, 3, 4).permute(2, 0, 1),
+            arange(32.).reshape(4, 8)[:, ::2], arange(32.), arange(33.),
+            arange(160.).reshape(10, 16).T, arange(144.).reshape(12, 12)[1:],
+            arange(3.).unsqueeze(1).expand(3, 8), arange(1024.).reshape(4, 4, 8, 8)]
+
+
+@pytest.mark.parametrize("t", list(_explored()), ids=lambda t: f"{tuple(t.shape)}{t.stride()}")
+def test_no_cell_number_overlaps_another_or_leaves_its_picture_and_small_storage_is_numbered(t):
+    """The explorer's picture (and plot_storage's, three tensors side by side) at any size it
+    accepts: numbers keep a 3 px gap (the picture is shown at 80 % of its pixels), stay inside
+    their axes, are never under the course's smallest text size, and a storage of up to 32
+    elements is numbered (a 24-element storage once overlapped its numbers)."""
+    import matplotlib.pyplot as plt
+
+    from course_utils.course.stride_explorer import storage_figure
+    from course_utils.toolkit.layout import LABELLED_STORAGE, describe, plot_storage
+    from course_utils.toolkit.plotstyle import too_small
+
+    explorer = storage_figure(t, "numbers = storage positions")
+    side_by_side = plot_storage(t, t.contiguous(), t.flatten()[:3])
+    try:
+        for fig in (explorer, side_by_side):
+            assert too_small(fig) == []
+            for ax, labels in _label_boxes(fig):
+                assert _overlaps(labels, gap=3) == []
+                outside = [text for text, box in labels if not (
+                    ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+                    and ax.bbox.y0 <= box.y0 and box.y1 <= ax.bbox.y1)]
+                assert outside == []
+        storage_labels = _label_boxes(explorer)[1][1]
+        if describe(t).storage_elements <= LABELLED_STORAGE:
+            assert len(storage_labels) == len(set(t.flatten().tolist())), "storage not numbered"
+    finally:
+        plt.close(side_by_side)

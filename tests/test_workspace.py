@@ -28,12 +28,13 @@ def outputs(path) -> int:
 def test_start_lesson_copies_the_lesson_without_outputs_and_its_exercises(course):
     lesson, exercise = start_lesson("5", root=course)
     assert lesson == course / "workspace" / "lessons" / "05_non_contiguous_tensors.ipynb"
-    assert exercise == course / "workspace" / "05_non_contiguous_tensors.ipynb"
+    assert exercise == course / "workspace" / "05_non_contiguous_tensors_exercises.ipynb"
     assert outputs(course / "notebooks" / lesson.name) > 0 and outputs(lesson) == 0
     stored = nbformat.read(course / "notebooks" / lesson.name, as_version=4)
     assert [c.source for c in nbformat.read(lesson, as_version=4).cells] == [c.source for c in stored.cells]
     assert (lesson.parent / "references.md").exists()  # the lesson's links still resolve
-    assert exercise.read_bytes() == (course / "exercises" / exercise.name).read_bytes()
+    assert exercise.read_bytes() == (course / "exercises" / lesson.name).read_bytes()
+    assert exercise.name != lesson.name  # two JupyterLab tabs the learner can tell apart
 
 
 def test_lesson_00_has_no_exercise_notebook_and_gets_only_its_lesson(course):
@@ -47,19 +48,19 @@ def test_start_lesson_keeps_a_learners_copies_and_force_backs_them_up(course):
     start_lesson("01", root=course)
     assert lesson.read_text() == "my notes" and exercise.read_text() == "my answers"
     start_lesson("01", force=True, root=course)
-    backups = sorted(p.read_text() for p in (course / "workspace" / "backups").glob("01_mps_setup.*"))
+    backups = sorted(p.read_text() for p in (course / "workspace" / "backups").glob("01_mps_setup*"))
     assert backups == ["my answers", "my notes"]
     assert outputs(lesson) == 0
-    assert exercise.read_bytes() == (course / "exercises" / exercise.name).read_bytes()
+    assert exercise.read_bytes() == (course / "exercises" / lesson.name).read_bytes()
 
 
 def test_practice_makes_the_copy_once_and_links_to_the_exercise_heading(course, monkeypatch):
     monkeypatch.chdir(course / "notebooks")
     link = practice("05.view_or_copy", root=course)
-    copy = course / "workspace" / "05_non_contiguous_tensors.ipynb"
+    copy = course / "workspace" / "05_non_contiguous_tensors_exercises.ipynb"
     assert link.target == copy and copy.exists()
     heading = next(c for c in nbformat.read(copy, as_version=4).cells if "`05.view_or_copy`" in c.source)
-    assert link.href() == f"../workspace/05_non_contiguous_tensors.ipynb#cell-id={heading.id}"
+    assert link.href() == f"../workspace/05_non_contiguous_tensors_exercises.ipynb#cell-id={heading.id}"
     assert "05.view_or_copy" in link._repr_html_() and "href='../workspace/" in link._repr_html_()
     copy.write_text("my answers")
     practice("05.is_contiguous", root=course)
@@ -100,7 +101,7 @@ def test_practice_links_list_every_exercise_of_a_lesson_in_order(course, monkeyp
     links = practice_links("03", root=course)
     assert [link.exercise_id for link in links.links] == ["03.honest_timer", "03.sync_lines",
                                                           "03.log_every_n"]
-    assert repr(links).count("workspace/03_sync_and_timing.ipynb") == 3
+    assert repr(links).count("workspace/03_sync_and_timing_exercises.ipynb") == 3
     assert links._repr_html_().count("<a href=") == 3
 
 
@@ -115,3 +116,44 @@ def test_every_practice_link_in_a_lesson_names_an_exercise_of_that_lesson(course
     for lesson, ex_id in named:
         assert lesson[:2] == ex_id[:2], f"{lesson} links to another lesson's {ex_id}"
         practice(ex_id, root=course)  # raises for an exercise its notebook does not have
+
+
+def test_an_exercise_copy_under_the_older_name_keeps_being_the_learners_copy(course, monkeypatch):
+    """A copy made as workspace/NN_slug.ipynb (before lessons and exercises had two names) is
+    the one every link and command uses; nothing makes a second, empty copy beside it."""
+    monkeypatch.chdir(course / "notebooks")
+    older = course / "workspace" / "02_unified_memory.ipynb"
+    older.parent.mkdir()
+    older.write_text("my answers")
+    assert start_lesson("02", root=course)[1] == older
+    assert practice("02.state_bytes", root=course).target == older
+    assert older.read_text() == "my answers"
+    assert not (course / "workspace" / "02_unified_memory_exercises.ipynb").exists()
+    start_lesson("02", force=True, root=course)  # starting over backs the older copy up first
+    backups = [p.read_text() for p in (course / "workspace" / "backups").glob("02_unified_memory.*")]
+    assert "my answers" in backups and older.read_text() != "my answers"
+
+
+def test_next_lesson_makes_the_learners_copies_and_links_to_the_lesson(course, monkeypatch):
+    from course_utils.course.workspace import next_lesson
+
+    lessons = course / "workspace" / "lessons"
+    lessons.mkdir(parents=True)
+    monkeypatch.chdir(lessons)  # where the learner's copy of the lesson before runs
+    link = next_lesson("3", root=course)
+    assert link.target == lessons / "03_sync_and_timing.ipynb" and outputs(link.target) == 0
+    assert (course / "workspace" / "03_sync_and_timing_exercises.ipynb").exists()
+    assert link.href() == "03_sync_and_timing.ipynb"
+    assert "href='03_sync_and_timing.ipynb'" in link._repr_html_() and "lesson 03 · " in repr(link)
+    link.target.write_text(link.target.read_text().replace("Sync and timing", "my notes"))
+    next_lesson("03", root=course)
+    assert "my notes" in link.target.read_text()  # a copy the learner has is kept
+
+
+def test_every_lesson_but_the_last_ends_with_its_link_to_the_next_one():
+    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for lesson, following in zip(lessons[:-1], lessons[1:], strict=True):
+        last = nbformat.read(lesson, as_version=4).cells[-1]
+        assert last.cell_type == "code" and f'next_lesson("{following.name[:2]}")' in last.source, lesson.name
+        shown = "".join(o.get("data", {}).get("text/plain", "") for o in last.get("outputs", []))
+        assert f"workspace/lessons/{following.name}" in shown, f"{lesson.name}: its stored link"

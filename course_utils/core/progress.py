@@ -167,14 +167,50 @@ def hint_level(exercise_id: str, *, demo: bool = False) -> int:
     return _book(load(), demo)["hints"].get(exercise_id, 0)
 
 
-def record_quiz(lesson: str, score: float) -> None:
-    """Store a mastery-quiz score (0..1); the best one decides whether the lesson is complete."""
+def record_quiz(lesson: str, score: float, form: int = 0) -> dict:
+    """Store a mastery-quiz score (0..1) for the form (``form``) of the quiz that was answered.
+
+    An attempt counts only when its form's answers were never shown before (a first attempt on
+    that form): the feedback of an attempt shows every answer, so a resubmission of the same form
+    is practice. The first counted attempt at or above ``PASS_MARK`` completes the lesson and is
+    kept as ``counted`` (attempt number, form, score, time). Returns the quiz's entry."""
     with update() as data:
         entry = data["quizzes"].setdefault(lesson, {"best": 0.0, "attempts": 0})
+        legacy = "seen_forms" not in entry and entry.get("complete", False)  # an older file's verdict
+        seen = entry.setdefault("seen_forms", [])
         entry["attempts"] += 1
+        counts = form not in seen
         entry["last"] = round(score, 4)
-        entry["best"] = round(max(entry["best"], score), 4)
-        entry["complete"] = entry["best"] >= PASS_MARK
+        entry["last_counted"] = counts
+        if counts:
+            seen.append(form)
+            entry["best"] = round(max(entry["best"], score), 4)
+            if score >= PASS_MARK and not entry.get("counted"):
+                entry["counted"] = {"attempt": entry["attempts"], "form": form,
+                                    "score": round(score, 4), "time": _now()}
+        else:
+            entry["practice_best"] = round(max(entry.get("practice_best", 0.0), score), 4)
+        entry["complete"] = bool(entry.get("counted") or legacy)
+        return dict(entry)
+
+
+def quiz_forms_seen(lesson: str) -> list[int]:
+    """The forms of a lesson's quiz whose answers the learner has seen (each was answered once)."""
+    return list(load()["quizzes"].get(lesson, {}).get("seen_forms", []))
+
+
+def _quiz_row(lesson: str, q: dict) -> tuple[str, str, str, str]:
+    """One ``course progress`` row for a quiz: which attempt counted, or why none did yet."""
+    counted = q.get("counted")
+    if counted:
+        status = f"complete (attempt {counted['attempt']}, form {counted['form'] + 1})"
+        detail = f"counted {counted['score']:.0%}"
+    else:
+        status = "quiz below 75%"
+        detail = f"best first try {q['best']:.0%}"
+    if "practice_best" in q:
+        detail += f"; practice (answers seen) best {q['practice_best']:.0%}, not counted"
+    return (f"quiz {lesson}", status, str(q["attempts"]), detail)
 
 
 def rows() -> list[tuple[str, str, str, str]]:
@@ -184,9 +220,7 @@ def rows() -> list[tuple[str, str, str, str]]:
     for ex_id, e in sorted(data["exercises"].items()):
         status = "passed" if e["passed"] else "not yet"
         out.append((ex_id, status, str(e["attempts"]), e.get("first_passed", "")))
-    for lesson, q in sorted(data["quizzes"].items()):
-        status = "complete" if q.get("complete") else "quiz below 75%"
-        out.append((f"quiz {lesson}", status, str(q["attempts"]), f"best {q['best']:.0%}"))
+    out += [_quiz_row(lesson, q) for lesson, q in sorted(data["quizzes"].items())]
     return out + _prediction_rows(data) + _drill_rows(data)
 
 

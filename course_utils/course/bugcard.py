@@ -24,6 +24,27 @@ from course_utils.drills.hypothesis_gate import hypothesis_problem
 LETTERS = "ABCDEFGH"
 SUBMIT, REVEAL, RUN = "Submit", "Reveal", "Run the buggy code"
 
+# The drills answered on a card in this kernel, and what to do when one is (lesson 07's worked
+# answers open then): a worked answer appears only after its card was answered.
+_ANSWERED: set[str] = set()
+_ON_ANSWER: dict[str, list] = {}
+
+
+def answered_here(drill_id: str) -> bool:
+    """Whether a card of ``drill_id`` was answered in this kernel."""
+    return drill_id in _ANSWERED
+
+
+def when_answered(drill_id: str, callback) -> None:
+    """Call ``callback()`` when a card of ``drill_id`` is next answered in this kernel."""
+    _ON_ANSWER.setdefault(drill_id, []).append(callback)
+
+
+def _answered(drill_id: str) -> None:
+    _ANSWERED.add(drill_id)
+    for callback in _ON_ANSWER.pop(drill_id, []):
+        callback()
+
 
 class BugCard:
     """One drill as a spot-the-bug card."""
@@ -76,6 +97,7 @@ class BugCard:
         right = index == q.answer
         record_answer(self.drill.id, right, hypothesis)
         self.answered = True
+        _answered(self.drill.id)
         if right:
             return f"✔ Right: {LETTERS[index]}) {plain(q.choices[index])}"
         return (f"✘ Not quite: you chose {LETTERS[index]}; the answer is {LETTERS[q.answer]}) "

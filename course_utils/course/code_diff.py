@@ -42,15 +42,24 @@ def diff_lines(before: str, after: str, context: int = CONTEXT) -> list[str]:
     return ["--- buggy", "+++ fixed", *out] if out else []
 
 
+DIFF_CLASS = "mpsd-diff"
+# Each line of a diff keeps its +/- marker on screen: the lines never wrap (a wrapped trailing
+# comment would start a visual line with no marker); a line wider than the output scrolls
+# sideways inside the diff's own box instead. ``contain: inline-size`` keeps its long lines from
+# widening the widget around it (a flex item grows to its content's width otherwise). Inline
+# styles, so no stylesheet is needed.
+DIFF_STYLE = ("white-space: pre; word-break: normal; overflow-wrap: normal; overflow-x: auto; "
+              "contain: inline-size; max-width: 100%; box-sizing: border-box; line-height: 1.3")
+
+
 def diff_html(lines: list[str]) -> str:
-    """``lines`` (a unified diff) highlighted as HTML, wrapped at word boundaries."""
+    """``lines`` (a unified diff) highlighted as HTML; long lines scroll, never wrap."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import DiffLexer
 
     body = highlight("\n".join(lines) + "\n", DiffLexer(), HtmlFormatter(noclasses=True, nowrap=True))
-    return ("<pre style='white-space: pre-wrap; overflow-wrap: break-word; line-height: 1.3'>"
-            f"{body}</pre>")
+    return f"<pre class='{DIFF_CLASS}' style='{DIFF_STYLE}'>{body}</pre>"
 
 
 class FixDiff:

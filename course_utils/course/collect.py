@@ -4,8 +4,9 @@ ready for ``course grade`` (after a workshop on JupyterHub, see ``course.hub``).
 Each path given is a learner's home, or a folder of homes such as ``/home`` (each folder in it that
 holds a workspace is a learner, named by the folder; ``--strip-prefix jupyter-`` drops TLJH's user
 name prefix). A learner's workspace is ``HOME/mps-detective/workspace/`` (a hub learner) or
-``HOME/workspace/`` (a checkout). Their ``NN_slug.ipynb`` files land in ``CLASS/<learner>/``; a
-learner with none gets an empty folder (``course grade --lms`` lists them with 0).
+``HOME/workspace/`` (a checkout). Their ``NN_slug_exercises.ipynb`` files (``NN_slug.ipynb``
+when made under the older name) land in ``CLASS/<learner>/``; a learner with none gets an empty
+folder (``course grade --lms`` lists them with 0).
 
 A collection is never overwritten or mixed into: the class folder must be new (or an empty
 folder), else nothing is copied and the message names a fresh folder to use. Only regular files

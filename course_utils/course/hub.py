@@ -13,9 +13,11 @@ It gives the learner their own folder ``~/mps-detective`` (JupyterLab opens ther
 lessons (``notebooks/``) and of the exercise notebooks (``exercises/``, which ``course start NN``
 copies into ``workspace/``, their work), and ``progress/``, their ``MPS_DETECTIVE_HOME``. Files
 already there are the learner's and are never overwritten; a lesson added later is copied in. Then
-it sets ``MPS_DETECTIVE_ROOT``/``MPS_DETECTIVE_HOME`` and puts the environment's ``bin`` first on
-PATH, and replaces itself with the server (same process: the spawner's pid stays right). Run by
-path it imports the standard library only, so starting a server does not load torch.
+it sets ``MPS_DETECTIVE_ROOT``/``MPS_DETECTIVE_HOME``, puts the environment's ``bin`` first on
+PATH and the course's Jupyter settings (``lab_config/``: ``course`` on PATH in the learner's
+kernels and terminals, the page's CSS) on JUPYTER_CONFIG_PATH, and replaces itself with the
+server (same process: the spawner's pid stays right). Run by path it imports the standard
+library only, so starting a server does not load torch.
 """
 
 from __future__ import annotations
@@ -31,6 +33,16 @@ COPIED = ("notebooks", "exercises")  # the lessons, and the exercise notebooks `
 START_URL = "/lab/tree/notebooks/00_start_here.ipynb"
 FLAVOURS = ("plain", "tljh", "z2jh")
 SERVER_SOURCE = "/opt/mps-detective"  # where the TLJH script and the z2jh image put the course
+LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"  # the course's jupyter_server_config.py
+
+
+def course_environment(environ) -> None:
+    """Set up ``environ`` for a Jupyter server of the course: this Python environment's ``bin``
+    first on PATH (where ``course`` is) and the course's Jupyter settings (``LAB_CONFIG``: PATH for
+    kernels and terminals, the terminal's shell, the page's CSS) first on JUPYTER_CONFIG_PATH."""
+    for var, first in (("PATH", str(Path(sys.executable).parent)), ("JUPYTER_CONFIG_PATH", str(LAB_CONFIG))):
+        rest = [p for p in environ.get(var, "").split(os.pathsep) if p and p != first]
+        environ[var] = os.pathsep.join([first, *rest])
 
 
 def default_source() -> Path | None:
@@ -87,9 +99,7 @@ def launch(argv: list[str], environ=os.environ) -> int:
         return 1
     environ["MPS_DETECTIVE_ROOT"] = str(root)
     environ.setdefault("MPS_DETECTIVE_HOME", str(root / "progress"))
-    tools = str(Path(sys.executable).parent)
-    if environ.get("PATH", "").split(os.pathsep)[0] != tools:
-        environ["PATH"] = os.pathsep.join([tools, *filter(None, [environ.get("PATH")])])
+    course_environment(environ)
     print(f"mps-detective: {root} ready ({len(copied)} file(s) copied)", file=sys.stderr, flush=True)
     if command:
         os.execvpe(command[0], command, dict(environ))

@@ -85,12 +85,18 @@ def parse_ints(text: str) -> Args:
         raise ValueError(f"expected whole numbers separated by commas, got {text!r}") from None
 
 
-def render_png(t: torch.Tensor, title: str | None = None) -> bytes:
-    """plot_storage's picture of ``t`` as PNG bytes, without pyplot (the explorer's image, lesson 05)."""
+def storage_figure(t: torch.Tensor, title: str | None = None):
+    """plot_storage's picture of ``t`` as the explorer draws it: a matplotlib Figure, no pyplot."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(4.2, 3.4), dpi=100, layout="constrained")
     draw_storage(fig, [t], [title] if title else None)
+    return fig
+
+
+def render_png(t: torch.Tensor, title: str | None = None) -> bytes:
+    """plot_storage's picture of ``t`` as PNG bytes, without pyplot (the explorer's image, lesson 05)."""
+    fig = storage_figure(t, title)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     return buffer.getvalue()

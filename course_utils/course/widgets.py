@@ -4,7 +4,6 @@ fit a laptop screen, wrapping rows, and the predict-then-run prompt."""
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 FIT_CLASS = "mpsd-fit"
 # JupyterLab sets ``word-break: break-all`` on every <pre> of an output, which splits words
@@ -30,19 +29,8 @@ STYLE = f"""<style>
     {{ max-width: 100%; }}
 </style>"""
 
-# The same wrapping for everything a lesson prints (reports, tables), for the whole JupyterLab
-# page: ``course lab`` serves it as the page's custom CSS (``write_lab_css``).
-LAB_CSS = """body .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }
-"""
-
-
-def write_lab_css(folder: Path) -> Path:
-    """Write ``LAB_CSS`` as ``folder/custom.css``, the file JupyterLab serves with
-    ``--custom-css --ServerApp.static_custom_path=[folder]``; return its path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "custom.css"
-    path.write_text(LAB_CSS, encoding="utf-8")
-    return path
+# The same wrapping for everything a lesson prints (reports, tables) is the page's CSS in a lab the
+# course starts: course_utils/course/lab_config/custom/custom.css.
 
 
 def fitted(widget):
@@ -73,7 +61,8 @@ def bundle(widget, text: str, **kwargs) -> dict:
 
 class Predict:
     """Predict, then run: the learner picks an answer and locks it in before the next cell shows
-    what happens. Nothing waits for the click, so Run All goes on; the choice, and whether it was
+    what happens. Nothing waits for the click, so Run All goes on, and the next cell's result
+    stays held until the lock-in (``course_utils.course.reveal``); the choice, and whether it was
     right, is kept in progress under ``predictions``. Display it as a cell's last expression."""
 
     def __init__(self, key: str, question: str, choices: list[str], answer: int):
@@ -89,8 +78,11 @@ class Predict:
         with progress.update() as data:
             entry = data.setdefault("predictions", {}).setdefault(self.key, {"attempts": 0})
             entry.update(attempts=entry["attempts"] + 1, choice=self.choices[index], right=right)
+        from course_utils.course.reveal import lock
+
+        lock(self.key)  # a result already run below opens now (``after_predicting``)
         return (f"Locked in: {self.choices[index]}. Now run the next cell and compare "
-                "(the answer is below it).")
+                "(if it ran already, its result is open now).")
 
     def summary(self) -> str:
         """The stable text that stands in for the widget outside a browser (nbval, terminals)."""
@@ -121,6 +113,10 @@ class Predict:
         return bundle(self.widget(), self.summary(), **kwargs)
 
 
-def predict(key: str, question: str, choices: list[str], answer: int) -> Predict:
-    """A predict-then-run prompt (``Predict``) for a lesson's key prediction."""
-    return Predict(key, question, choices, answer)
+def predict(key: str) -> Predict:
+    """The predict-then-run prompt ``key`` ("05.view_of_T"): its question, choices and answer
+    come from the course's bank, so the lesson's cell holds only the id."""
+    from course_utils.bank.predictions import get
+
+    found = get(key)
+    return Predict(found.key, found.question, list(found.choices), found.answer)

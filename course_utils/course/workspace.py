@@ -3,11 +3,14 @@
 ``course_utils.grader.learner_check``).
 
 A learner works on copies in ``workspace/`` (git-ignored; ``$MPS_DETECTIVE_WORKSPACE`` moves it):
-the exercises as ``workspace/NN_slug.ipynb``, the lessons as ``workspace/lessons/NN_slug.ipynb``.
+the exercises as ``workspace/NN_slug_exercises.ipynb``, the lessons as
+``workspace/lessons/NN_slug.ipynb`` (two names, so JupyterLab's tabs tell them apart; an exercise
+copy made under the older name ``workspace/NN_slug.ipynb`` is kept and used as it is).
 Regenerating exercises or pulling the course never touches them, running a lesson there leaves
 ``notebooks/`` (stored outputs, for reading on GitHub and for nbval) clean, and the lesson's
 predictions are not spoiled by stored answers. ``--force`` keeps a timestamped backup first.
-``practice(exercise_id)`` is a lesson's link to the matching exercise in the learner's copy.
+``practice(exercise_id)`` is a lesson's link to the matching exercise in the learner's copy, and
+``next_lesson(NN)`` a lesson's last link: it makes the copy of lesson NN and opens it.
 """
 
 from __future__ import annotations
@@ -50,12 +53,23 @@ def _back_up(target: Path, workspace: Path, kind: str = "") -> Path:
     return backup
 
 
+EXERCISES_SUFFIX = "_exercises"
+
+
+def exercise_copy(source: Path, workspace: Path) -> Path:
+    """Where the learner's copy of exercise notebook ``source`` lives: ``NN_slug_exercises.ipynb``,
+    or ``NN_slug.ipynb`` where a copy made under that older name exists (it holds their work)."""
+    older = workspace / source.name
+    current = workspace / f"{source.stem}{EXERCISES_SUFFIX}{source.suffix}"
+    return older if older.exists() and not current.exists() else current
+
+
 def start(lesson: str, force: bool = False, root: Path | None = None) -> Path:
     """Copy exercise notebook NN into workspace/; never overwrite without a backup."""
     root = root or course_root()
     source = lesson_notebook(root / "exercises", lesson)
     workspace = workspace_dir(root)
-    target = workspace / source.name
+    target = exercise_copy(source, workspace)
     if target.exists() and not force:
         raise CourseError(f"{target} already exists and holds your work; it was left alone. "
                           "Open it, or use --force to start over (a backup is kept first).")
@@ -88,7 +102,7 @@ def start_lesson(lesson: str, force: bool = False, root: Path | None = None) -> 
     if (root / "notebooks" / "references.md").exists():  # the lessons link to it; not learner's work
         shutil.copyfile(root / "notebooks" / "references.md", lessons / "references.md")
     copies = [target]
-    exercise = workspace_dir(root) / source.name
+    exercise = exercise_copy(source, workspace_dir(root))
     if list((root / "exercises").glob(source.name)) and (force or not exercise.exists()):
         start(lesson, force=force, root=root)
     if exercise.exists():
@@ -143,11 +157,34 @@ class PracticeList:
         return "<br>".join(link._repr_html_() for link in self.links)
 
 
+class NextLesson(Practice):
+    """A lesson's last link: the learner's copy of the next lesson (``next_lesson``), opened in a
+    new JupyterLab tab."""
+
+    def __init__(self, title: str, target: Path):
+        super().__init__(title, target, None)
+
+    def __repr__(self) -> str:
+        return f"Next: lesson {self.exercise_id}. Your copy is workspace/lessons/{self.target.name}"
+
+    def _repr_html_(self) -> str:
+        return (f"<b>Next:</b> <a href='{html.escape(self.href())}' target='_blank'>open lesson "
+                f"{html.escape(self.exercise_id)}</a> (your own copy, made now; nothing overwrites it)")
+
+
+def next_lesson(lesson: str, root: Path | None = None) -> NextLesson:
+    """Make the learner's copies of lesson NN as ``course start NN`` does (kept where they exist)
+    and return a link that opens the lesson's copy: the last cell of the lesson before it."""
+    target = start_lesson(lesson, root=root)[0]
+    first = read_notebook(target).cells[0].source.splitlines()[0]
+    return NextLesson(first.lstrip("# ").strip(), target)
+
+
 def _exercise_copy(lesson: str, root: Path) -> tuple[Path, dict[str, str]]:
     """The learner's copy of lesson NN's exercise notebook (made on first use, never
     overwritten) and the anchors of its exercises."""
     source = lesson_notebook(root / "exercises", lesson)
-    target = workspace_dir(root) / source.name
+    target = exercise_copy(source, workspace_dir(root))
     if not target.exists():
         start(lesson, root=root)
     return target, _headings(read_notebook(source))

@@ -27,7 +27,7 @@ from course_utils.grader.gradebook import Row
 from course_utils.grader.judging import Prepared, Verdict
 from course_utils.grader.sandbox import Limits, RunStatus, Sandbox, pickle_cases
 from course_utils.grader.submissions import Submission, find, flag_copies, load
-from course_utils.grader.text import clean
+from course_utils.grader.text import clean, name_text
 
 PENDING = "not graded yet: the run is in progress (or the grader was stopped before this row)"
 INTERRUPTED = "not graded: the run was interrupted (Ctrl-C) before this submission finished"
@@ -47,6 +47,7 @@ class Options:
     reap_orphans: bool = True  # adopt orphans during the run (see sandbox); off again after it
     isolation: str = "auto"  # "auto", "namespaces" or "guards" (see isolation.py)
     flag_copies: bool = True  # a submission whose code is exactly a course notebook's is not graded
+    private: tuple[str, ...] = ()  # files written while submissions run (the gradebook): out of their reach
 
 
 @dataclass
@@ -162,11 +163,13 @@ def grade(paths: list[str | Path], options: Options = Options(),
         raise CourseError("course grade needs Linux or macOS (process groups and resource limits)")
     started = time.monotonic()
     seed = options.seed if options.seed is not None else secrets.randbits(32)
-    found = find(paths)
+    unsearched: list = []
+    found = find(paths, unsearched)
     subs = [load(f.path, f.name, options.lesson, f.root) for f in found]
     roots = sorted({f.root for f in found})
     graded = Graded([Row(s.name, s.lesson, note=PENDING, graded=False) for s in subs], [], seed, 0.0,
                     status="in progress")
+    graded.rows += _unsearched_rows(unsearched, found)
     try:
         if options.flag_copies:
             flag_copies(subs, roots)
@@ -186,6 +189,21 @@ def grade(paths: list[str | Path], options: Options = Options(),
     graded.rows.sort(key=lambda r: r.name)
     graded.elapsed_s = time.monotonic() - started
     return graded
+
+
+UNSEARCHED = "folder not searched: {why}; a notebook in it has no row of its own"
+
+
+def _unsearched_rows(unsearched: list, found: list) -> list[Row]:
+    """One row per folder the walk did not (fully) search (``walk``): named like the notebooks'
+    rows, ending in ``/``, with the reason in its note."""
+    base = os.path.commonpath([str(f.path.parent) for f in found]) if found else None
+    rows = []
+    for part in unsearched:
+        where = os.path.relpath(part.path, base) if base else str(part.path)
+        rows.append(Row(name_text(Path(where).as_posix()) + "/", None,
+                        note=clean(UNSEARCHED.format(why=part.why), 500)))
+    return rows
 
 
 def _report(progress, graded: Graded) -> None:
@@ -221,7 +239,7 @@ def _grade_all(subs, preps, blobs, broken, graded: Graded, options: Options, roo
             to_run.append(index)
     if to_run:
         sandbox = Sandbox(options.limits, reap_orphans=options.reap_orphans, isolate=options.isolation,
-                          class_roots=[str(r) for r in roots])
+                          class_roots=[str(r) for r in roots], private=options.private)
         graded.isolation = sandbox.isolation.describe()
         try:
             _run_all([(i, subs[i]) for i in to_run], preps, blobs, sandbox, options, done,

@@ -5,23 +5,28 @@
 folder and nothing of the course checkout on ``sys.path``. On top of that, one of two modes:
 
 - ``namespaces`` (Linux with user namespaces, the default where it works): the submission runs in
-  ``jail.py``'s namespaces, where the course checkout, the run's other folders and the class
-  folders are empty, ``/proc`` shows only its own processes, there is no network and it holds no
-  capability. Nothing it does in Python, native code or a child process can reach the references
-  or signal the grader.
+  bubblewrap's jail (``bwrap.py``) where ``bwrap`` is installed, else in ``jail.py``'s, each used
+  only if its probe sees the promised view: everything read-only but the work folder; the course
+  checkout, the class folders, the gradebook's folder and every grading run's folders empty;
+  ``/proc`` showing only its own processes; no network; no capability. Nothing it does in Python,
+  native code or a child process can reach the references or another run, or signal the grader.
 - ``guards`` (macOS; Linux without user namespaces; ``--isolation guards``): only the in-process
-  audit hook (``guard.py``) refuses to import the bank or open anything in the checkout. Native
-  code or a child process gets around it (the README's security model says so).
+  audit hook (``guard.py``) refuses to import the bank or open anything in the checkout, the
+  gradebook files or the grading runs' folder. Native code or a child process gets around it
+  (docs/security.md says so).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from course_utils.grader import bwrap
 
 JAIL = Path(__file__).with_name("jail.py")
 MODES = ("auto", "namespaces", "guards")
@@ -51,7 +56,10 @@ def references() -> list[str]:
     root = checkout()
     if root is not None:
         found.append(root)
-    return [str(p) for p in found]
+    beside = Path(sys.prefix).resolve().parent  # a checkout the environment lives in (another copy)
+    if (beside / "solutions").is_dir() and (beside / "course_utils" / "bank").is_dir():
+        found.append(beside)
+    return sorted({str(p) for p in found})
 
 
 def copy_package(run_dir: Path) -> Path:
@@ -92,7 +100,7 @@ def probe(hidden: list[str], timeout: float = 20.0) -> str | None:
 def _probe(hidden: list[str], timeout: float) -> str | None:
     if not sys.platform.startswith("linux"):
         return f"namespaces need Linux (this is {sys.platform})"
-    gone = [p for p in (_one_entry(h, python_dirs()) for h in hidden) if p]
+    gone = _gone(hidden)
     try:
         done = subprocess.run([sys.executable, "-E", "-s", str(JAIL), "--probe", *hidden, "--", *gone],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
@@ -113,39 +121,65 @@ class Isolation:
     hide: list[str] = field(default_factory=list)  # covered in namespaces mode
     blocked: list[str] = field(default_factory=list)  # refused by the in-process guard
     allowed: list[str] = field(default_factory=list)  # exceptions inside ``blocked``
+    tool: str = ""  # "bwrap" or "jail" in namespaces mode
 
     def describe(self) -> str:
         if self.mode == "namespaces":
-            return "namespaces (course checkout and class folders hidden, own /proc, no network)"
+            by = "bubblewrap" if self.tool == "bwrap" else "the built-in jail"
+            return (f"namespaces by {by} (everything read-only but the work folder; course checkout, "
+                    "class folders, gradebook folder and other gradings hidden; own /proc, no network)")
         return f"in-process guards only ({self.reason})" if self.reason else "in-process guards only"
 
     def jail_spec(self, keep: list[str], writable: list[str]) -> dict:
         return {"hide": self.hide, "keep": python_dirs() + keep, "writable": writable,
-                "no_network": True}
+                "no_network": True, "read_only": True}
 
-    def command(self, spec_path: Path, command: list[str]) -> list[str]:
+    def wrap(self, spec_path: Path, command: list[str], keep: list[str], workdir: str) -> list[str]:
+        """``command`` as it is started: in bubblewrap's or ``jail.py``'s jail, or as it is."""
         if self.mode != "namespaces":
             return command
+        if self.tool == "bwrap":
+            return bwrap.command(self.hide, python_dirs() + keep, [workdir], workdir, command)
+        spec_path.write_text(json.dumps(self.jail_spec(keep=[*keep, workdir], writable=[workdir])),
+                             encoding="utf-8")
         return [sys.executable, "-E", "-s", str(JAIL), str(spec_path), "--", *command]
 
 
-def choose(mode: str, class_roots: list[str], run_dir: Path) -> Isolation:
-    """The isolation for a run: ``auto`` takes namespaces where they work, else guards."""
+def private_folders(paths: list[str] | tuple[str, ...]) -> list[str]:
+    """The folders holding ``paths`` (the gradebook's files): hidden from submissions, since the
+    gradebook is rewritten while they run."""
+    return sorted({os.path.dirname(os.path.realpath(p)) for p in paths})
+
+
+def choose(mode: str, class_roots: list[str], run_dir: Path,
+           private: list[str] | tuple[str, ...] = ()) -> Isolation:
+    """The isolation for a run: ``auto`` takes bubblewrap where it holds, else ``jail.py`` where
+    namespaces work, else guards. ``private``: the files the run writes while submissions run."""
     if mode not in MODES:
         raise ValueError(f"isolation must be one of {', '.join(MODES)}")
     refs = references()
-    hide = sorted({*refs, *(os.path.realpath(r) for r in class_roots), str(run_dir)})
-    iso = Isolation("guards", hide=hide, blocked=refs, allowed=python_dirs() + [str(run_dir)])
+    others = os.path.dirname(str(run_dir))  # every grading run's folder, this one's included
+    hide = sorted({*refs, *(os.path.realpath(r) for r in class_roots), str(run_dir), others,
+                   *private_folders(private)})
+    shown = [f for f in private_folders(private) if f not in bwrap.SYSTEM]  # never "/" or "/usr"
+    iso = Isolation("guards", hide=hide, blocked=[*refs, *private, *shown, others],
+                    allowed=python_dirs() + [str(run_dir)])
     if mode == "guards" or os.environ.get("MPS_DETECTIVE_ISOLATION") == "guards":
         iso.reason = "asked for"
         return iso
-    why = probe([r for r in hide if os.path.isdir(r) and r != str(run_dir)])  # the same all run long
-    if why is None:
-        iso.mode = "namespaces"
+    existing = [r for r in hide if os.path.isdir(r) and r not in (str(run_dir), others)]
+    why_bwrap = bwrap.probe(existing, _gone(existing), python_dirs(), str(run_dir))
+    why = why_bwrap and probe(existing)  # the same all run long
+    if why_bwrap is None or why is None:
+        iso.mode, iso.tool = "namespaces", "bwrap" if why_bwrap is None else "jail"
     elif mode == "namespaces":
         from course_utils.core.errors import CourseError
 
-        raise CourseError(f"--isolation namespaces: not available here: {why}")
+        raise CourseError(f"--isolation namespaces: not available here: {why_bwrap}; {why}")
     else:
-        iso.reason = f"namespaces unavailable: {why}"
+        iso.reason = f"namespaces unavailable: {why_bwrap}; {why}"
     return iso
+
+
+def _gone(hidden: list[str]) -> list[str]:
+    return [p for p in (_one_entry(h, python_dirs()) for h in hidden) if p]

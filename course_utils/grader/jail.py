@@ -6,10 +6,12 @@ Run by path, like ``supervise.py`` (standard library only, no course package, no
 
 It puts COMMAND in new user, mount, PID and network namespaces:
 
-- every folder in ``hide`` (the course checkout, the class folders) is covered by an empty,
-  read-only tmpfs; the folders in ``keep`` that lie inside one (the Python environment, the
-  submission's work folder, the bank-less copy of ``course_utils``) are mounted back, and only the
-  work folder stays writable;
+- every folder in ``hide`` (the course checkout, the class folders, the gradebook's folder, the
+  folder of the grading runs, ``/tmp`` included) is covered by an empty, read-only tmpfs; the
+  folders in ``keep`` that lie inside one (the Python environment, the submission's work folder,
+  the bank-less copy of ``course_utils``) are mounted back;
+- with ``read_only`` every mount is then made read-only but the work folder (``$HOME``, the
+  interpreter and its standard library included), or the jail is not built;
 - a fresh ``/proc`` shows only the jail's own processes: the grader, the supervisor and every
   other process of the machine have no PID in there, so they can be neither found nor signalled,
   and ``/proc/PID/root`` cannot lead back to the real file system;
@@ -28,8 +30,10 @@ that all of this works here.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
+import re
 import signal
 import sys
 
@@ -42,7 +46,9 @@ SETUP_FAILED = 75  # the exit code when the jail could not be built (the command
 QUIET = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
          signal.SIGALRM, signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU)  # PID 1 ignores these
 NEVER_HIDDEN = {"/", "/usr", "/etc", "/lib", "/lib64", "/bin", "/sbin", "/proc", "/sys", "/dev",
-                "/tmp", "/var", "/run", "/opt"}
+                "/var", "/run", "/opt"}
+ATIME = {"noatime": 1024, "nodiratime": 2048, "relatime": 1 << 21}
+KEPT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, **ATIME}
 
 _libc = None
 
@@ -121,6 +127,34 @@ def _cover(hide: list[str], keep: list[str], writable: list[str]) -> None:
         os.close(fd)
 
 
+def _mounts() -> list[tuple[str, int]]:
+    """Every mount point of this namespace (parents first) and the flags it must keep."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+        for line in fh:
+            fields = line.split()
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            options = fields[5].split(",")
+            flags = sum(KEPT_FLAGS[o] for o in options if o in KEPT_FLAGS)
+            found.append((point, flags if any(o in ATIME for o in options) else flags | (1 << 24)))
+    return found
+
+
+def _read_only(writable: list[str]) -> None:
+    """Every mount read-only but the writable folders (bound onto themselves first, so each is a
+    mount of its own) and /proc; a mount that cannot be made read-only stops the jail."""
+    for folder in writable:
+        _mount(folder, folder, None, MS_BIND | MS_REC)
+    for point, flags in _mounts():
+        if _inside(point, "/proc") or any(_inside(point, w) for w in writable):
+            continue
+        try:
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+        except JailError as err:
+            if err.errno not in (errno.EINVAL, errno.ENOENT):  # covered since: not a mount point here
+                raise
+
+
 def _drop_privileges() -> None:
     """No capability survives the exec, and none can be gained again (no_new_privs)."""
     libc = _c()
@@ -137,6 +171,8 @@ def _become_init(spec: dict) -> None:
     _check(_c().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "pdeathsig")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _cover(spec.get("hide", []), spec.get("keep", []), spec.get("writable", []))
+    if spec.get("read_only"):
+        _read_only([os.path.realpath(w) for w in spec.get("writable", [])])
     _drop_privileges()
 
 
@@ -213,8 +249,15 @@ def enter(spec: dict) -> int:
     return -1
 
 
-PROBE = ("import os, sys; "
-         "sys.exit(0 if os.getppid() == 1 and not any(map(os.path.lexists, sys.argv[1:])) else 1)")
+PROBE = ("import os, sys\n"
+         "def writes(d):\n"
+         "    try:\n"
+         "        open(os.path.join(d, '.probe'), 'w').close()\n"
+         "        return True\n"
+         "    except OSError:\n"
+         "        return False\n"
+         "sys.exit(0 if os.getppid() == 1 and not any(map(os.path.lexists, sys.argv[1:])) and not any("
+         "map(writes, (sys.prefix, os.path.dirname(os.__file__), os.path.expanduser('~')))) else 1)")
 
 
 def main(argv: list[str]) -> int:
@@ -223,7 +266,7 @@ def main(argv: list[str]) -> int:
     if argv[1:2] == ["--probe"]:
         split = argv.index("--")
         python = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
-        spec = {"hide": argv[2:split], "keep": python}
+        spec = {"hide": argv[2:split], "keep": python, "read_only": True}
         command = [sys.executable, "-I", "-c", PROBE, *argv[split + 1:]]
     else:
         split = argv.index("--")

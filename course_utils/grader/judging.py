@@ -15,6 +15,7 @@ import re
 import select
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -209,21 +210,68 @@ def _shown(outcome: Outcome) -> str:
     return shown(outcome.error if outcome.error is not None else outcome.value)
 
 
-def _decode(raw: Any) -> Outcome:
+def _inputs(raw: dict, reference: Outcome | None) -> tuple[tuple, dict] | None:
+    """The call's inputs as it left them, or None (not sent: nothing to compare). An argument the
+    wire carries only as a stand-in (an optimizer, an object of the course's) is taken as the
+    reference left it: what cannot be seen is not judged."""
+    if "inputs" not in raw:
+        return None
+    encoded = raw["inputs"]
+    found = wire.decode(encoded)
+    if not (isinstance(found, list) and len(found) == 2 and isinstance(found[0], list)
+            and isinstance(found[1], dict)):
+        raise wire.WireError("bad inputs")
+    args, kwargs = found
+    if any(_opaque_inside(part) for part in (*encoded["v"][0]["v"], *encoded["v"][1]["v"])):
+        if reference is None or reference.inputs is None:
+            return None
+        ref_args, ref_kwargs = reference.inputs
+        sent_args = encoded["v"][0]["v"]
+        args = [ref_args[i] if i < len(ref_args) and _opaque_inside(sent_args[i]) else a
+                for i, a in enumerate(args)]
+        kwargs = {k: ref_kwargs[k] if k in ref_kwargs and any(
+            _opaque_inside(v) for kk, v in encoded["v"][1]["v"] if kk == k) else v for k, v in kwargs.items()}
+    return tuple(args), kwargs
+
+
+def _opaque_inside(encoded: Any, depth: int = 0) -> bool:
+    """Whether an encoded value holds a part the wire sends only as a stand-in (its state lost)."""
+    if depth > wire.MAX_DEPTH + 2:
+        return True
+    if isinstance(encoded, list):
+        return any(_opaque_inside(v, depth + 1) for v in encoded)
+    if isinstance(encoded, dict):
+        return encoded.get("t") == "opaque" or any(_opaque_inside(v, depth + 1) for v in encoded.values())
+    return False
+
+
+def _decode(raw: Any, reference: Outcome | None = None) -> Outcome:
     if not isinstance(raw, dict):
         raise wire.WireError("bad outcome")
     if "error" in raw:
-        return Outcome(error=wire.decode_error(raw["error"]))
-    return Outcome(value=wire.decode(raw.get("value")))
+        return Outcome(error=wire.decode_error(raw["error"]), inputs=_inputs(raw, reference))
+    return Outcome(value=wire.decode(raw.get("value")), inputs=_inputs(raw, reference))
 
 
-def _received_outcome(raw: Any) -> Outcome:
+def _received_outcome(raw: Any, reference: Outcome | None = None) -> Outcome:
     """A returned value as the judge sees it; one that cannot be read stands as an error."""
     try:
-        return _decode(raw)
+        return _decode(raw, reference)
     except Exception as err:  # noqa: BLE001 - WireError, RecursionError, MemoryError: unreadable
         return Outcome(error=UnreadableValue(clean(err, 300) if isinstance(err, wire.WireError)
                                              else type(err).__name__))
+
+
+def _as_judged(outcomes: list, expected: list[Outcome]) -> Iterator[Outcome]:
+    """Each received outcome, with the grading thread's gradient mode as the answer left its own
+    while the judge looks at it (a judge asks ``grad_mode_left_off()``, as in ``check()``)."""
+    try:
+        for raw, reference in zip(outcomes, expected, strict=False):
+            torch.set_grad_enabled(not (isinstance(raw, dict) and raw.get("grad_off") is True))
+            yield _received_outcome(raw, reference)
+            torch.set_grad_enabled(True)
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def _failure_verdict(failure: Failure) -> Verdict:
@@ -284,8 +332,7 @@ def _verdict(prep: Prepared, record: dict | None, status: RunStatus, step_timeou
     outcomes = record.get("outcomes")
     if state != "ran" or not isinstance(outcomes, list) or len(outcomes) > len(prep.cases):
         return Verdict("error", "the submission's result is unreadable", reason="unreadable result")
-    failure = first_failure(prep.exercise, prep.cases, prep.expected,
-                            (_received_outcome(raw) for raw in outcomes))
+    failure = first_failure(prep.exercise, prep.cases, prep.expected, _as_judged(outcomes, prep.expected))
     if failure is not None:
         return _failure_verdict(failure)
     stopped = record.get("timeout_at")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from course_utils.core.files import write_atomically
@@ -28,6 +29,22 @@ PROGRESS_INTERVAL_S = 1.0
 def previous_name(path: Path) -> Path:
     """Where a previous run's file is set aside: ``gradebook.csv`` -> ``gradebook.previous.csv``."""
     return path.with_name(f"{path.stem}.previous{path.suffix}")
+
+
+def _write_over(path: Path, text: str) -> None:
+    """``write_atomically``; a folder found where the file goes (made during the run) is first
+    moved aside to ``NAME.in-the-way-N`` (and said so on stderr), so the file is still written."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        import sys
+
+        for n in range(1, 1000):
+            aside = path.with_name(f"{path.name}.in-the-way-{n}")
+            if not os.path.lexists(aside):
+                os.replace(path, aside)
+                print(f"course grade: a folder was in the way of {clean(str(path))}: moved to "
+                      f"{clean(str(aside))}", file=sys.stderr)
+                break
+    write_atomically(path, text)
 
 
 class GradebookFiles:
@@ -61,12 +78,12 @@ class GradebookFiles:
         if status is not None:
             meta["status"] = status
         stats = report.summarise(graded.rows, graded.ids)
-        write_atomically(self.out, gradebook.csv_text(graded.rows, graded.ids))
-        write_atomically(self.page, report.html_page(stats, graded.rows, meta, chart=chart))
+        _write_over(self.out, gradebook.csv_text(graded.rows, graded.ids))
+        _write_over(self.page, report.html_page(stats, graded.rows, meta, chart=chart))
         if self.json_path is not None:
-            write_atomically(self.json_path, gradebook.json_text(graded.rows, graded.ids, meta))
+            _write_over(self.json_path, gradebook.json_text(graded.rows, graded.ids, meta))
         if self.lms is not None:
-            write_atomically(self.lms.path, self.lms.text(graded))
+            _write_over(self.lms.path, self.lms.text(graded))
         self.written_at = time.monotonic()
 
     def progress(self, graded, options) -> None:
@@ -104,6 +121,22 @@ class GradebookFiles:
         return "\n".join(lines)
 
 
+def _progress(files: GradebookFiles, options):
+    """Rewrite the gradebook as rows finish, unless a submission could read it there: its folder
+    is hidden from submissions, but a system folder (``/``, ``/usr``...) cannot be; then the
+    gradebook is written at the end only."""
+    from course_utils.grader.bwrap import SYSTEM
+
+    folders = {os.path.dirname(os.path.realpath(p)) for p in files.paths}
+    if folders & (SYSTEM - {"/tmp"}):
+        import sys
+
+        print("course grade: the gradebook is in a system folder, which submissions can read: it is "
+              "written when the run ends, not as rows finish", file=sys.stderr)
+        return None
+    return lambda table: files.progress(table, options)
+
+
 def _stop(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -127,7 +160,8 @@ def grade_and_write(paths: list, options, out: Path, json_path: Path | None = No
     # job of a script: POSIX shells start those so, and Python then leaves it ignored)
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        graded = grade(paths, options, progress=lambda table: files.progress(table, options))
+        options = replace(options, private=tuple(str(p) for p in files.paths))
+        graded = grade(paths, options, progress=_progress(files, options))
     except KeyboardInterrupt:
         print("course grade: interrupted while reading the class: nothing was graded", file=sys.stderr)
         return 130

@@ -13,8 +13,9 @@ It executes the notebook's code cells one by one in a real IPython shell (the sa
 JupyterLab: magics, ``display``; an error or a runaway cell is recorded and the
 next cell still runs), finds each exercise's function (the name passed to ``check("ID", name)``,
 else the reference's name), calls it on the inputs the grader drew, and writes one JSON line per
-exercise with the encoded return values or exceptions. It never sees an expected value: the grader
-judges. A step (a cell, or one exercise's calls) that overruns its time is interrupted.
+exercise with the encoded return values or exceptions (and the inputs as each call left them),
+to the descriptor the grader handed over (a file with no name). It never sees an expected value:
+the grader judges. A step (a cell, or one exercise's calls) that overruns its time is interrupted.
 """
 
 from __future__ import annotations
@@ -220,14 +221,33 @@ def call_all(fn, cases: list, step: float) -> dict:
             for args, kwargs in cases:
                 args, kwargs = copy.deepcopy((args, kwargs))
                 try:
-                    outcomes.append({"value": encode(fn(*args, **kwargs))})
+                    outcome = {"value": encode(fn(*args, **kwargs))}
                 except StepTimeout:
                     raise
                 except BaseException as err:  # noqa: BLE001 - the error is the outcome graded
-                    outcomes.append({"error": _error(err)})
+                    outcome = {"error": _error(err)}
+                outcomes.append(_with_state(outcome, args, kwargs))
     except StepTimeout:
         return {"state": "ran", "outcomes": outcomes, "timeout_at": len(outcomes)}
     return {"state": "ran", "outcomes": outcomes, "timeout_at": None}
+
+
+def _with_state(outcome: dict, args: tuple, kwargs: dict) -> dict:
+    """What ``check()`` sees besides the value: the inputs as the call left them (a judge compares
+    them with the case's) and whether it left gradients switched off (then switched back on, as
+    ``check()``'s judge does)."""
+    import torch
+
+    from course_utils.grader.wire import encode
+
+    try:
+        outcome["inputs"] = encode([list(args), dict(kwargs)])
+    except Exception:  # noqa: BLE001, S110 - inputs that cannot be sent: judged without them
+        pass
+    if not torch.is_grad_enabled():
+        outcome["grad_off"] = True
+        torch.set_grad_enabled(True)
+    return outcome
 
 
 def _line(record: dict) -> str:
@@ -255,7 +275,9 @@ def main(workdir: str) -> None:
     torch.set_num_threads(1)
     neutralise_checks()
     cases = load_cases(Path(workdir, "cases.pkl").read_bytes())  # written by the grader
-    results = open(Path(workdir, "results.jsonl"), "w", encoding="utf-8", buffering=1)  # noqa: SIM115
+    # the results go to the descriptor the grader handed over (a file with no name: nothing another
+    # process could find by path, nothing to forge a classmate's results in)
+    results = os.fdopen(plan["results_fd"], "w", encoding="utf-8", buffering=1)
     if sys.stdin.buffer.read(2) != b"go":  # the supervisor has not recorded our pid: do nothing
         os._exit(71)
     sources, step = plan["cells"], plan["step_timeout"]

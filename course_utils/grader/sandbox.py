@@ -28,6 +28,7 @@ from pathlib import Path
 
 from course_utils.grader import isolation, procs
 from course_utils.grader.results import read_results, read_results_fd  # noqa: F401 - read_results re-exported
+from course_utils.grader.tidy import remove_tree
 
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 TOKEN_VAR = "MPS_DETECTIVE_GRADING"
@@ -114,18 +115,32 @@ def _status(final: dict, cap: int) -> RunStatus:
                      wall_s=num("wall_s", float), swept=num("swept"))
 
 
+def _unnamed_file(folder: Path) -> int:
+    """A results file with no name (``O_TMPFILE``, else created and unlinked at once): only the
+    descriptor the grader hands to this submission's process leads to it, so no other process (a
+    submission of another run sharing ``TMPDIR`` above all) can find it, let alone append to it."""
+    flags = os.O_RDWR | os.O_CLOEXEC
+    try:
+        return os.open(folder, flags | os.O_TMPFILE, 0o600)
+    except (AttributeError, OSError):
+        path = folder / f"results-{secrets.token_hex(16)}"
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+        path.unlink()
+        return fd
+
+
 class Sandbox:
     """Starts supervisors for one grading run and cleans up after every one of them."""
 
     def __init__(self, limits: Limits, reap_orphans: bool = False, isolate: str = "guards",
-                 class_roots: list[str] | tuple[str, ...] = ()):
+                 class_roots: list[str] | tuple[str, ...] = (), private: list[str] | tuple[str, ...] = ()):
         self.limits, self.reap_orphans = limits, reap_orphans
         self.run_token = secrets.token_hex(8)
         # one folder per run: the bank-less copy of the package, then one folder per submission
         self.run_dir = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.root = str(isolation.copy_package(self.run_dir))
         try:
-            self.isolation = isolation.choose(isolate, list(class_roots), self.run_dir)
+            self.isolation = isolation.choose(isolate, list(class_roots), self.run_dir, private)
         except BaseException:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
@@ -153,10 +168,8 @@ class Sandbox:
     def _spec(self, workdir: Path, token: str) -> dict:
         lim = self.limits
         jail = workdir.parent / f"{workdir.name}.jail.json"
-        if self.isolation.mode == "namespaces":
-            jail.write_text(json.dumps(self.isolation.jail_spec(keep=[self.root, str(workdir)],
-                                                                writable=[str(workdir)])), encoding="utf-8")
-        cmd = self.isolation.command(jail, [sys.executable, "-m", "course_utils.grader.runner", str(workdir)])
+        cmd = self.isolation.wrap(jail, [sys.executable, "-m", "course_utils.grader.runner", str(workdir)],
+                                  [self.root], str(workdir))
         return {"cmd": cmd,
                 "cwd": str(workdir), "env": self._env(workdir, token), "timeout": lim.timeout,
                 "memory_bytes": lim.memory_mb * 2**20 if lim.memory_mb else None,
@@ -173,31 +186,33 @@ class Sandbox:
         results = -1
         try:
             (workdir / "tmp").mkdir(parents=True, mode=0o700)
+            # the results come back through a descriptor on a file with no name, the grader's own
+            results = _unnamed_file(self.run_dir)
             plan = {"cells": cells, "exercises": exercises, "step_timeout": self.limits.step_timeout,
-                    "blocked_dirs": self.blocked, "allowed_dirs": self.isolation.allowed}
+                    "blocked_dirs": self.blocked, "allowed_dirs": self.isolation.allowed,
+                    "results_fd": results}
             (workdir / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
             (workdir / "cases.pkl").write_bytes(cases_blob)
-            # the grader reads the results through its own descriptor: whatever the submission
-            # later puts at that path (a FIFO, a link to /dev/zero) is never opened here
-            results = os.open(workdir / "results.jsonl", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                              0o600)
-            spec_path = workdir / "spec.json"
-            spec_path.write_text(json.dumps(self._spec(workdir, token)), encoding="utf-8")
-            status = self._supervise(spec_path, token)
+            spec = {**self._spec(workdir, token), "results_fd": results}
+            spec_path = self.run_dir / f"{workdir.name}.spec.json"
+            spec_path.write_text(json.dumps(spec), encoding="utf-8")
+            status = self._supervise(spec_path, token, results)
             status.records, status.problem = read_results_fd(results, self.limits.result_cap)
             status.isolation = self.isolation.mode
             return status
         finally:
             if results >= 0:
                 os.close(results)
-            shutil.rmtree(workdir, ignore_errors=True)
-            (workdir.parent / f"{workdir.name}.jail.json").unlink(missing_ok=True)
+            remove_tree(workdir)  # whatever the submission left (any depth), never raises
+            for extra in (".jail.json", ".spec.json"):
+                (workdir.parent / f"{workdir.name}{extra}").unlink(missing_ok=True)
 
-    def _supervise(self, spec_path: Path, token: str) -> RunStatus:
+    def _supervise(self, spec_path: Path, token: str, results: int | None = None) -> RunStatus:
         with self.lock:
             sup = subprocess.Popen([sys.executable, "-E", "-s", str(SUPERVISOR), str(spec_path)],
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+                                   stderr=subprocess.PIPE, start_new_session=True,
+                                   pass_fds=() if results is None else (results,))
             self.live.add(sup.pid)
         try:
             hung, out, err = self._wait(sup)
@@ -276,7 +291,7 @@ class Sandbox:
         killed = self.final_sweep()
         if self.reap_orphans:
             procs.become_subreaper(False)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
+        remove_tree(self.run_dir)
         return killed
 
     def interrupt(self) -> None:

@@ -2,7 +2,8 @@
 
 Nothing here runs a submission's code, and nothing here can hang or read without bound:
 
-- the class folders are walked without following links to folders, to a bounded depth and count;
+- the class folders are walked without following links to folders, each learner's folder to a
+  bounded depth and count of its own (``walk``; what was not searched is reported);
 - every file named ``*.ipynb`` gets a row, named by the path the instructor gave (relative to the
   folder all of them share), never by where a link points;
 - only regular files are read, opened without blocking (a FIFO is refused, not waited on), at most
@@ -28,10 +29,10 @@ from pathlib import Path
 from course_utils.core.check_calls import check_calls
 from course_utils.core.errors import CourseError
 from course_utils.course.workspace import parse_notebook
+from course_utils.grader.text import name_text
+from course_utils.grader.walk import MAX_DEPTH, MAX_ENTRIES, Skipped, walk  # noqa: F401 - re-exported
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
-MAX_DEPTH = 32  # folder levels below a class folder
-MAX_ENTRIES = 200_000  # directory entries looked at per class folder
 READ_DEADLINE_S = 10.0
 _LESSON_IN_NAME = re.compile(r"(?<!\d)(\d\d)_")
 _LESSON_IN_ID = re.compile(r"(\d\d)\.")
@@ -63,40 +64,23 @@ class Found:
 
 
 def _walk(root: Path, found: list[Path]) -> None:
-    todo, seen = [(root, 0)], 0
-    while todo:
-        folder, depth = todo.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if seen > MAX_ENTRIES:
-                return
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if depth < MAX_DEPTH and not (entry.name.startswith(".") or entry.name == "__pycache__"):
-                    todo.append((Path(entry.path), depth + 1))
-            elif entry.name.endswith(".ipynb"):
-                found.append(Path(entry.path))
+    walk(root, found, learners=False)
 
 
-def find(paths: list[str | Path]) -> list[Found]:
-    """Every notebook path in ``paths`` (files, or folders searched deeply), one per path.
+def find(paths: list[str | Path], skipped: list[Skipped] | None = None) -> list[Found]:
+    """Every notebook path in ``paths`` (files, or folders searched deeply), one per path; the
+    folders not searched (``walk``'s limits, per learner's folder) go to ``skipped``.
 
     Names are relative to the deepest folder all of them share, so they do not depend on where
-    the class was copied to. Checkpoint, hidden and cache folders are skipped.
+    the class was copied to (``text.name_text`` keeps distinct names distinct). Checkpoint, hidden
+    and cache folders are skipped.
     """
     found: dict[str, Found] = {}
     for raw in paths:
         path = Path(os.path.abspath(raw))
         if path.is_dir():  # a folder the instructor names is walked, even through a link
             files: list[Path] = []
-            _walk(path, files)
+            walk(path, files, skipped)
             for nb in files:
                 found.setdefault(str(nb), Found(nb, "", path))
         elif os.path.lexists(path):
@@ -106,7 +90,8 @@ def find(paths: list[str | Path]) -> list[Found]:
     if not found:
         return []
     base = os.path.commonpath([str(f.path.parent) for f in found.values()])
-    named = [Found(f.path, Path(os.path.relpath(f.path, base)).as_posix(), f.root) for f in found.values()]
+    named = [Found(f.path, name_text(Path(os.path.relpath(f.path, base)).as_posix()), f.root)
+             for f in found.values()]
     return sorted(named, key=lambda f: f.name)
 
 
@@ -171,8 +156,37 @@ def read_capped(path: Path | str, cap: int | None = None, deadline_s: float = RE
         os.close(fd)
 
 
+MAX_CONTAINERS = 100_000  # JSON objects and arrays in one notebook (the course's largest: under 600)
+MAX_NESTING = 200  # levels of JSON nesting
+_JSON_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*+"|[{}\[\]]')  # a string (no backtracking), or a bracket
+
+
+class TooCostly(ValueError):
+    """A notebook whose JSON would cost the grader too much to build (``check_shape``)."""
+
+
+def check_shape(raw: bytes) -> None:
+    """Refuse (TooCostly) a notebook whose JSON holds more than ``MAX_CONTAINERS`` objects and
+    arrays or nests deeper than ``MAX_NESTING``, before any parser builds it: the validator needs
+    about 600 bytes per object, so 6.5 million ``{}`` in 20 MB would take about 4 GB of the
+    grader's memory (and minutes). The scan stops at the first limit passed."""
+    count = depth = 0
+    for match in _JSON_TOKEN.finditer(raw):
+        token = match.group()
+        if token in (b"{", b"["):
+            count, depth = count + 1, depth + 1
+            if count > MAX_CONTAINERS:
+                raise TooCostly(f"too many JSON objects and arrays (over {MAX_CONTAINERS}): not read")
+            if depth > MAX_NESTING:
+                raise TooCostly(f"JSON nested deeper than {MAX_NESTING} levels: not read")
+        elif token in (b"}", b"]"):
+            depth -= 1
+
+
 def parse(raw: bytes):
-    """A validated notebook from bytes (``course check``'s reader: the same reasons, the same words)."""
+    """A validated notebook from bytes (``course check``'s reader: the same reasons, the same
+    words), refused first if its shape would cost the grader too much (``check_shape``)."""
+    check_shape(raw)
     return parse_notebook(raw)
 
 
@@ -248,6 +262,9 @@ def _read_into(sub: Submission, path: Path, root: Path) -> None:
         return
     try:
         nb = parse(raw)
+    except TooCostly as err:
+        sub.malformed = str(err)
+        return
     except CourseError as err:
         sub.malformed = str(err)
         return

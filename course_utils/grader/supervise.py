@@ -139,6 +139,7 @@ def supervise(spec: dict) -> dict:
     started = time.monotonic()
     child = subprocess.Popen(spec["cmd"], cwd=spec["cwd"], env=spec["env"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True,
+                             pass_fds=[spec["results_fd"]] if type(spec.get("results_fd")) is int else [],
                              start_new_session=True, preexec_fn=_limiter(spec))
     print(json.dumps({"child_pid": child.pid}), flush=True)
     try:

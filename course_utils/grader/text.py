@@ -41,9 +41,19 @@ def clean(text: Any, limit: int | None = None) -> str:
 
 def csv_cell(text: Any) -> str:
     """A text cell for the CSV that no spreadsheet reads as a formula (and no control character
-    but tab and newline, so every CSV reader reads it back)."""
+    but tab and newline, so every CSV reader reads it back). A cell that starts with the guard
+    itself is guarded too: ``=x`` and ``'=x`` stay two cells."""
     text = CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", clean(text))
-    return "'" + text if text.startswith(FORMULA_START) else text
+    return "'" + text if text.startswith((*FORMULA_START, "'")) else text
+
+
+def name_text(name: str) -> str:
+    """A file name as shown everywhere (CSV, JSON, report): a backslash doubled, then every
+    non-UTF-8 byte and control character as ``\\xNN``. Distinct names stay distinct: the
+    escape of a byte never equals a name that spells it out."""
+    name = name.replace("\\", "\\\\")
+    name = SURROGATE.sub(_escape, name)
+    return re.sub("[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", name)
 
 
 def shown(value: Any, limit: int = SHOWN_LIMIT) -> str:

@@ -16,7 +16,6 @@ RuntimeError)`` keep working.
 from __future__ import annotations
 
 import base64
-import builtins
 import math
 import sys
 from functools import lru_cache
@@ -24,14 +23,12 @@ from typing import Any
 
 import torch
 
+from course_utils.grader import wire_numpy
+from course_utils.grader.wire_errors import MAX_TEXT, WireError, _clip, _safe_name, decode_error, encode_error  # noqa: F401 - the wire's API
+
 MAX_DEPTH = 64
 MAX_TENSOR_BYTES = 64 * 2**20  # tensor memory one decoded value may take in the grading process
 MAX_ELEMENTS = 2**26  # elements of one tensor (an expanded view costs no memory but costs time)
-MAX_TEXT = 2000
-
-
-class WireError(ValueError):
-    """The submission's result could not be decoded (corrupt, too deep or too large)."""
 
 
 class Opaque:
@@ -47,15 +44,6 @@ class Opaque:
         return self is other
 
     __hash__ = object.__hash__
-
-
-def _clip(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _safe_name(name: object, fallback: str) -> str:
-    name = str(name)
-    return name if name.isidentifier() and len(name) <= 80 else fallback
 
 
 @lru_cache(maxsize=256)
@@ -106,6 +94,9 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"t": "opaque", "type": type(value).__name__, "repr": "<nested too deeply>"}
     if value is None or type(value) is bool:
         return value
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic):  # np.float64 is a float, np.bool_ is not
+        return wire_numpy.encode(value, numpy, _opaque, MAX_TENSOR_BYTES)
     if isinstance(value, int):
         number = int.__int__(value)
         return number if abs(number) < 2**63 else {"t": "int", "hex": hex(number)}
@@ -125,12 +116,16 @@ def encode(value: Any, depth: int = 0) -> Any:
         return {"t": "device", "name": str(value)}
     if type(value) is torch.Size:
         return {"t": "size", "v": [int(n) for n in value]}
-    if type(value) in (list, tuple, set, frozenset):
-        items = sorted(value, key=repr) if type(value) in (set, frozenset) else value
-        return {"t": type(value).__name__, "v": [encode(v, depth + 1) for v in items]}
-    if isinstance(value, dict):
-        return {"t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)]
-                                   for k, v in dict.items(value)]}
+    if numpy is not None and isinstance(value, numpy.ndarray):
+        return wire_numpy.encode(value, numpy, _opaque, MAX_TENSOR_BYTES)
+    kind = next((k for k in (list, tuple, set, frozenset, dict) if isinstance(value, k)), None)
+    if kind is not None:
+        items = sorted(value, key=repr) if kind in (set, frozenset) else kind.__iter__(value)
+        out = {"t": kind.__name__, "v": [encode(v, depth + 1) for v in items]} if kind is not dict else {
+            "t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in dict.items(value)]}
+        if type(value) is not kind:  # a namedtuple, an OrderedDict: a stand-in subclass of its base
+            out["class"] = type(value).__name__
+        return out
     if isinstance(value, torch.nn.Module):
         return _module(value)
     return _opaque(value)
@@ -141,23 +136,11 @@ def _module(module: torch.nn.Module) -> dict:
     try:
         params = [[n, _tensor(p)] for n, p in module.named_parameters()]
         buffers = [[n, _tensor(b)] for n, b in module.named_buffers() if b is not None]
+        modes = [[n, bool(m.training)] for n, m in module.named_modules()][:10_000]
     except BaseException:  # noqa: BLE001 - a hostile module: send what it looks like only
         return _opaque(module)
     return {"t": "module", "type": type(module).__name__, "training": bool(module.training),
-            "params": params, "buffers": buffers}
-
-
-def _mro_names(kind: type) -> list[str]:
-    return [f"{c.__module__}.{c.__qualname__}" for c in kind.__mro__]
-
-
-def encode_error(err: BaseException) -> dict:
-    """An exception as type name, class hierarchy and message."""
-    try:
-        message = str(err)
-    except BaseException:  # noqa: BLE001 - a hostile __str__
-        message = "<unprintable message>"
-    return {"type": type(err).__name__, "mro": _mro_names(type(err)), "message": _clip(message)}
+            "params": params, "buffers": buffers, "modes": modes}
 
 
 # --- decoding (in the grading process) ----------------------------------------------------------
@@ -214,17 +197,33 @@ def _decode_tensor(obj: dict, budget: _Budget) -> torch.Tensor:
     return t
 
 
+CONTAINERS = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset, "dict": dict}
+
+
+@lru_cache(maxsize=256)
+def _subclass(name: str, base: type) -> type:
+    return type(name, (base,), {"__module__": "submission"})
+
+
+def _container(tag: str, obj: dict) -> type:
+    """The builtin container, or a stand-in subclass named as the submission's (a namedtuple is
+    still not a plain tuple; its fields are not carried)."""
+    base = CONTAINERS[tag]
+    return base if "class" not in obj else _subclass(_safe_name(obj["class"], base.__name__), base)
+
+
 def _decode_tagged(obj: dict, depth: int, budget: _Budget) -> Any:
     tag, items = obj.get("t"), obj.get("v")
     if tag in ("list", "tuple", "set", "frozenset"):
         if not isinstance(items, list):
             raise WireError(f"bad {tag}")
         values = [decode(v, depth + 1, budget) for v in items]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](values)
+        return _container(tag, obj)(values)
     if tag == "dict":
         if not isinstance(items, list) or not all(isinstance(p, list) and len(p) == 2 for p in items):
             raise WireError("bad dict")
-        return {decode(k, depth + 1, budget): decode(v, depth + 1, budget) for k, v in items}
+        return _container(tag, obj)((decode(k, depth + 1, budget), decode(v, depth + 1, budget))
+                                    for k, v in items)
     if tag == "tensor":
         return _decode_tensor(obj, budget)
     if tag == "dtype":
@@ -246,6 +245,8 @@ def _decode_tagged(obj: dict, depth: int, budget: _Budget) -> Any:
         return base64.b64decode(str(obj.get("b64", "")), validate=True)
     if tag == "module":
         return _decode_module(obj, budget)
+    if tag == "numpy":
+        return wire_numpy.decode(obj, budget.take, _ints, WireError, MAX_ELEMENTS)
     if tag == "opaque":
         return _opaque_class(_safe_name(obj.get("type"), "object"))(_clip(str(obj.get("repr")), 200))
     raise WireError(f"unknown tag {tag!r}")
@@ -283,6 +284,8 @@ def _decode_module(obj: dict, budget: _Budget) -> torch.nn.Module:
                 tensor = torch.nn.Parameter(tensor, requires_grad=tensor.requires_grad)
             getattr(owner, register)(leaf, tensor)
     root.train(obj.get("training") is True)
+    if "modes" in obj:
+        wire_numpy.set_modes(root, obj["modes"], _owner, WireError)
     return root
 
 
@@ -308,38 +311,3 @@ def decode(obj: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
         except Exception as err:  # noqa: BLE001 - any failure on hostile data means "unreadable"
             raise WireError(f"bad {obj.get('t')!r}: {type(err).__name__}") from None
     raise WireError(f"unexpected {type(obj).__name__}")
-
-
-def _known_class(qualified: str) -> type | None:
-    """A class the grading process already has: a builtin, or one in an imported torch module."""
-    module, _, name = qualified.rpartition(".")
-    if module == "builtins":
-        found = getattr(builtins, name, None)
-    elif module.split(".")[0] == "torch" and module in sys.modules and name.isidentifier():
-        found = getattr(sys.modules[module], name, None)
-    else:
-        return None
-    return found if isinstance(found, type) and issubclass(found, BaseException) else None
-
-
-@lru_cache(maxsize=256)
-def _stand_in_class(name: str, base: type) -> type:
-    return type(name, (base,), {"__module__": "submission", "__str__": lambda self: self.args[0]})
-
-
-def decode_error(obj: Any) -> BaseException:
-    """A stand-in exception: the submission's type name, the nearest known base, the message."""
-    if not isinstance(obj, dict):
-        raise WireError("bad exception")
-    name = _safe_name(obj.get("type"), "SubmissionError")
-    message = _clip(str(obj.get("message", "")))
-    mro = obj.get("mro") if isinstance(obj.get("mro"), list) else []
-    for qualified in [str(q) for q in mro[:64]]:
-        base = _known_class(qualified)
-        if base is None:
-            continue
-        try:
-            return _stand_in_class(name, base)(message)
-        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs 5 arguments: try the next
-            continue
-    return _stand_in_class(name, Exception)(message)

@@ -161,14 +161,20 @@ def check_loss(report: Any, lab: Lab) -> str | None:
 
 
 def check_frozen(report: Any, lab: Lab) -> str | None:
-    """Checkpoint 2: no parameter that receives gradients stays bit-identical, and no in-place
-    write is lost (affected Mac, emulated)."""
+    """Checkpoint 2: no parameter that receives gradients stays bit-identical, every parameter the
+    reference trains is trained (none frozen by requires_grad, left out of the optimizer, stepped
+    with lr 0 or with its gradient cleared), and no in-place write is lost (affected Mac, emulated)."""
     r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
         return r
     if r["frozen"]:
         return (f"frozen on the {r.get('machine', 'lab machine')}: {', '.join(r['frozen'])} "
                 f"received gradients for {r['steps']} steps and never changed")
+    untrained = r.get("untrained") or {}
+    if untrained:
+        names = "; ".join(f"{name}: {why}" for name, why in untrained.items())
+        return (f"left untrained (the reference trains every parameter): {names}. Fix the bug, "
+                "not the training")
     lost = r["rules"].get("lost_writes", 0)
     if lost:
         return (f"{lost} in-place writes into non-contiguous tensors were lost on the "

@@ -144,6 +144,30 @@ class RuleWatch:
             foreign += sum(i not in known for i in inverse[len(train):].tolist())
         return foreign, seen, sizes
 
+    def untrained(self, names: list[str], params: list[torch.Tensor], start: list[torch.Tensor],
+                  had_grad: list[bool]) -> dict[str, str]:
+        """Each parameter the reference trains (all of them) that this run left untrained, and
+        why: no gradient reached it (``requires_grad_(False)``, a detach, a cleared or zeroed
+        gradient), the optimizer does not hold it or steps it with lr 0, it was replaced inside the
+        run, or its value never changed."""
+        run = self.run
+        groups = {id(p): float(g.get("lr", 0.0)) for g in run.optimizer.param_groups for p in g["params"]}
+        now = dict(run.model.named_parameters())
+        found = {}
+        with run._quiet(), torch.no_grad():
+            for name, p, first, grad in zip(names, params, start, had_grad, strict=True):
+                if now.get(name) is not p:
+                    found[name] = "replaced by a new tensor inside lab.run(...), which trained the old one"
+                elif not p.requires_grad or not grad:
+                    found[name] = "never received a gradient (requires_grad off, detached, or cleared)"
+                elif id(p) not in groups:
+                    found[name] = "not in the optimizer"
+                elif groups[id(p)] == 0.0:
+                    found[name] = "stepped with lr 0"
+                elif torch.equal(p.detach().cpu(), first.cpu()):
+                    found[name] = "never changed"
+        return found
+
     def measure(self, lost_writes: int, had_grad: list[bool]) -> dict:
         """The rules' measurements, as plain data; notes the model's parameters as trained."""
         run = self.run

@@ -121,6 +121,11 @@ def _grid(t: torch.Tensor) -> torch.Tensor:
     return index.reshape(-1, t.shape[-1]) if t.dim() > 1 else index.view(1, -1)
 
 
+LABEL_GID = "storage-label"  # the gid of every number drawn in a cell
+LABEL_FILL = 0.8  # a label may fill this much of its cell's width and height, the rest is margin
+LABELLED_STORAGE = 32  # storage bars up to this many elements number their cells
+
+
 def _label_cells(ax, grid: torch.Tensor, storage: int) -> None:
     if grid.numel() > MAX_LABELLED:
         return
@@ -132,7 +137,7 @@ def _label_cells(ax, grid: torch.Tensor, storage: int) -> None:
                 continue
             dark = value < 0.6 * max(storage - 1, 1)  # viridis is dark at the low end
             ax.text(c, r, str(value), ha="center", va="center", fontsize=SMALL,
-                    color="white" if dark else "black")
+                    color="white" if dark else "black", gid=LABEL_GID)
 
 
 def _draw_grid(ax, t: torch.Tensor, storage: int, cmap) -> None:
@@ -146,21 +151,62 @@ def _draw_grid(ax, t: torch.Tensor, storage: int, cmap) -> None:
     ax.set_yticks([])
 
 
-def _draw_storage(ax, t: torch.Tensor, storage: int, cmap) -> None:
-    width = min(max(storage, 1), 32)
+def _draw_storage(ax, t: torch.Tensor, storage: int, cmap, rows: int = 1) -> None:
+    """The storage as a bar of cells (``rows`` rows when it is numbered, else rows of 32);
+    cells past the end of the storage are left out, cells the tensor never reads are blank."""
+    import numpy as np
+    from matplotlib.colors import Normalize
+
+    labelled = storage <= LABELLED_STORAGE
+    width = math.ceil(storage / rows) if labelled else min(max(storage, 1), 32)
     rows = max(math.ceil(storage / width), 1)
     used = torch.zeros(rows * width, dtype=torch.bool)
     used[storage_indices(t).flatten()] = True
     values = torch.arange(rows * width, dtype=torch.float32)
     values[~used] = float("nan")  # positions the tensor never reads stay blank
-    ax.imshow(values.view(rows, width).numpy(), cmap=cmap, vmin=0, vmax=max(storage - 1, 1),
-              aspect="equal")
-    if storage <= 32:
+    rgba = cmap(Normalize(0, max(storage - 1, 1))(np.ma.masked_invalid(values.numpy())))
+    rgba[storage:] = (1.0, 1.0, 1.0, 0.0)  # past the end of the storage: nothing
+    ax.imshow(rgba.reshape(rows, width, 4), aspect="equal")
+    if labelled:
         positions = torch.where(used, torch.arange(rows * width), -1).view(rows, width)
         _label_cells(ax, positions, storage)
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_xlabel(f"storage: {storage} elements, {int(used.sum())} read", fontsize=SMALL)
+
+
+def _renderer(fig):
+    """A renderer for ``fig``, its layout done (constrained layout runs at draw time)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    fig.draw_without_rendering()
+    return fig.canvas.get_renderer()
+
+
+def _best_rows(ax, storage: int) -> int:
+    """The rows (1 to 4) that give a numbered storage bar the largest cells in ``ax``'s box."""
+    box = ax.get_position(original=True)
+    width, height = box.width * ax.figure.get_figwidth(), box.height * ax.figure.get_figheight()
+    return max(range(1, 5), key=lambda r: (min(width / math.ceil(storage / r), height / r), -r))
+
+
+def _fit_labels(fig) -> None:
+    """Keep a cell's number only where every number of its picture fits its cell at ``SMALL``
+    points with a margin (``LABEL_FILL``): no label overlaps another or leaves its cell."""
+    renderer = _renderer(fig)
+    for ax in fig.axes:
+        labels = [text for text in ax.texts if text.get_gid() == LABEL_GID]
+        if not labels or not ax.images:
+            continue
+        rows, cols = ax.images[0].get_array().shape[:2]
+        cell_w, cell_h = ax.bbox.width / cols, ax.bbox.height / rows
+        boxes = [text.get_window_extent(renderer) for text in labels]
+        if max(b.width for b in boxes) > LABEL_FILL * cell_w or \
+                max(b.height for b in boxes) > LABEL_FILL * cell_h:
+            for text in labels:
+                text.remove()
 
 
 def _title(t: torch.Tensor) -> str:
@@ -182,11 +228,18 @@ def draw_storage(fig, tensors: Sequence[torch.Tensor], titles: Sequence[str] | N
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#eeeeee")
     titles = list(titles) if titles is not None else [_title(t) for t in tensors]
     axes = fig.subplots(2, len(tensors), squeeze=False, gridspec_kw={"height_ratios": [3, 1]})
-    for col, (t, title) in enumerate(zip(tensors, titles, strict=True)):
-        storage = describe(t).storage_elements
+    storages = [describe(t).storage_elements for t in tensors]
+    for col, (t, title, storage) in enumerate(zip(tensors, titles, storages, strict=True)):
         _draw_grid(axes[0, col], t, storage, cmap)
         axes[0, col].set_title(title, fontsize=SMALL)
         _draw_storage(axes[1, col], t, storage, cmap)
+    _renderer(fig)  # lays the figure out: the storage bars' boxes are known from here on
+    for col, (t, storage) in enumerate(zip(tensors, storages, strict=True)):
+        rows = _best_rows(axes[1, col], storage) if storage <= LABELLED_STORAGE else 1
+        if rows > 1:
+            axes[1, col].clear()
+            _draw_storage(axes[1, col], t, storage, cmap, rows)
+    _fit_labels(fig)
 
 
 def plot_storage(*tensors: torch.Tensor, titles: Sequence[str] | None = None, width: float = 3.0):

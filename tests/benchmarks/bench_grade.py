@@ -1,6 +1,8 @@
 """``course grade`` throughput: 30 lesson-01 submissions with --jobs 1 and --jobs 2.
 
     .venv/bin/python tests/benchmarks/bench_grade.py [--submissions 30] [--repeat 1]
+    .venv/bin/python tests/benchmarks/bench_grade.py --memory   # the grader's peak memory
+
 
 Not part of the test suite (pytest collects test_*.py only). The class is the solved lesson-01
 notebook copied 30 times, every third copy with one of four wrong answers learners write. The runs
@@ -96,11 +98,87 @@ def rows(count: int = 30) -> list[tuple[str, str, str, bool]]:
     ]
 
 
+HEAVY_MB = 19.7
+
+
+def make_heavy_class(folder: Path) -> None:
+    """Files whose parsing or describing once cost the grader gigabytes: a 60 MB notebook, and
+    19.7 MB notebooks of many ``{}``, of nested brackets, and of one cell of nested braces."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    size = int(HEAVY_MB * 2**20)
+    folder.mkdir(parents=True, exist_ok=True)
+    big = new_notebook(cells=[new_code_cell("x = 1", outputs=[new_output("stream", text="y" * 60 * 2**20)])])
+    nbformat.write(big, folder / "01_big.ipynb")
+    (folder / "01_many_objects.ipynb").write_text('{"cells": [' + ",".join(["{}"] * (size // 3)) + "]}")
+    (folder / "01_nested.ipynb").write_text('{"cells": ' + "[" * (size // 2) + "]" * (size // 2) + "}")
+    nbformat.write(new_notebook(cells=[new_code_cell("{" * (size // 2) + "}" * (size // 2))]),
+                   folder / "01_brace_cell.ipynb")
+
+
+PEAK = """
+import resource, sys
+from course_utils.grader import Limits, Options, grade, submissions
+if sys.argv[3] == "unbounded":  # the shape check off: what parsing costs without it
+    submissions.MAX_CONTAINERS = submissions.MAX_NESTING = 10**12
+options = Options(jobs=int(sys.argv[2]), seed=1, progress=False, flag_copies=False, limits=Limits(timeout=60))
+grade([sys.argv[1]], options)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def peak_mb(folder: Path, jobs: int, shape_check: bool = True) -> int:
+    """The grading process's peak resident memory (MB) grading ``folder`` (its children apart)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", PEAK, str(folder), str(jobs),
+                           "bounded" if shape_check else "unbounded"], cwd=ROOT,
+                          capture_output=True, text=True, check=True, env={**__import__("os").environ,
+                                                                            "PYTHONPATH": str(ROOT)})
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def memory() -> list[dict]:
+    """Peak memory of the grading process, one plain submission alone and with the heavy files
+    beside it (--jobs 1 and 2), and with the shape check off (what the heavy files cost without it)."""
+    found = []
+    with tempfile.TemporaryDirectory() as tmp:
+        plain, heavy = Path(tmp) / "plain", Path(tmp) / "heavy"
+        make_class(plain, 1)
+        make_heavy_class(heavy)
+        make_class(heavy, 1)
+        for jobs, check in ((1, True), (2, True), (2, False)):
+            found.append({"jobs": jobs, "shape_check": check, "plain_mb": peak_mb(plain, jobs),
+                          "heavy_mb": peak_mb(heavy, jobs, shape_check=check)})
+    return found
+
+
+def render_memory(rows: list[dict]) -> str:
+    """The peak-memory table in Markdown."""
+    lines = ["| --jobs | shape check | one plain submission | with the heavy files beside it | ratio |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['jobs']} | {'on' if r['shape_check'] else 'off'} | {r['plain_mb']} MB | "
+              f"{r['heavy_mb']} MB | {r['heavy_mb'] / r['plain_mb']:.2f}x |" for r in rows]
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--submissions", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=1, help="runs of each, interleaved; medians")
+    parser.add_argument("--memory", action="store_true", help="the grading process's peak memory instead")
+    parser.add_argument("--publish", action="store_true",
+                        help="with --memory: write the table in docs/performance.md")
     args = parser.parse_args()
+    if args.memory:
+        found = memory()
+        print(render_memory(found))
+        if args.publish:
+            from tests.benchmarks.doc_tables import publish
+
+            print("wrote", publish("grade_memory", "performance.md", found, render_memory(found)))
+        return 0
     import os
 
     m = measure(args.submissions, args.repeat)

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from course_utils.course.authoring import strip_outputs
-from course_utils.course.widgets import write_lab_css
+from course_utils.course.hub import course_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -97,7 +97,6 @@ def lab(tmp_path_factory) -> Lab:
     _copy_lessons_without_outputs(served)
     _write_warmup(served)
     _write_settings(home / "settings")
-    css = write_lab_css(home / "lab-css").parent  # what course lab serves: reports wrap at words
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_DATA_DIR": str(home / "data"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
@@ -106,12 +105,12 @@ def lab(tmp_path_factory) -> Lab:
            "MPS_DETECTIVE_WORKSPACE": str(served / "workspace"),  # practice links open there
            "MPS_DETECTIVE_DEVICE": "cpu"}
     env.pop("MPLBACKEND", None)
+    course_environment(env)  # the course's server settings, as course lab has them (the page's CSS)
     port, token = _free_port(), secrets.token_hex(12)
     cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
            f"--ServerApp.root_dir={served}", "--ServerApp.port_retries=0",
-           "--LabApp.expose_app_in_browser=True",  # lets tests wait for the app to be restored
-           "--LabApp.custom_css=True", f"--ServerApp.static_custom_path={css}"]
+           "--LabApp.expose_app_in_browser=True"]  # lets tests wait for the app to be restored
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log = open(home / "server.log", "wb")  # noqa: SIM115 - closed after the server stops

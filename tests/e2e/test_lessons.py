@@ -5,9 +5,10 @@ Each lesson runs once (``run_lesson``): the general test of a lesson and its wid
 that page. Widgets clicked here: lesson 00's ``check()`` pass line, lesson 05's stride explorer
 (redraws its strides and picture for an op; undo and reset bring the first picture back), lesson
 07's spot-the-bug card (gated on a hypothesis, grades a choice, runs the buggy code, reveals the
-fix), lesson 05's practice link (opens the learner's copy of the exercises at that exercise) and
-lesson 08's drill clock (counts in the browser even while the kernel is busy). After its Run All
-each lesson is also measured at 1280x800 and 900x900 (``viewports``): its widgets fit and no word
+fix, opens the worked answer below it; no diff line wraps at either width), lesson 05's practice
+link (opens the learner's copy of the exercises at that exercise) and lesson 08's drill clock
+(counts in the browser even while the kernel is busy). After its Run All each lesson is also
+measured at 1280x800 and 900x900 (``viewports``): its widgets fit and no word
 is split; screenshots and each lesson's Run All time are kept in build/screenshots/."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from course_utils.course.drill_mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT, SCREENSHOTS
 from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
-from tests.e2e.viewports import check_viewports
+from tests.e2e.viewports import check_viewports, diff_problems
 
 expect = pytest.importorskip("playwright.sync_api").expect
 expect.set_options(timeout=WAIT_MS)  # not its 5 s default: a deadline, not a guess about speed
@@ -50,7 +51,8 @@ def count_outputs(nb, mime: str) -> int:
 
 
 def answer_quiz(page) -> str:
-    """Pick the first choice of every question, press Submit, return the feedback text."""
+    """Pick the first choice of every question, press Submit, return the feedback text; then ask
+    for another form and wait until other questions are shown."""
     quiz = page.locator(".jp-OutputArea-output .widget-vbox").filter(
         has=page.locator("button:has-text('Submit')")).last
     for group in quiz.locator(".widget-radio-box").all():
@@ -58,7 +60,12 @@ def answer_quiz(page) -> str:
     quiz.locator("button:has-text('Submit')").click()
     feedback = quiz.locator(".widget-output")
     feedback.locator("text=Score:").wait_for(timeout=WAIT_MS)
-    return feedback.inner_text()
+    text = feedback.inner_text()
+    before = quiz.locator(".widget-html").all_inner_texts()
+    quiz.locator("button:has-text('Another form')").click()
+    poll(page, lambda: quiz.locator(".widget-html").all_inner_texts() not in ([], before),
+         "Another form did not show other questions")
+    return text
 
 
 @pytest.mark.slow
@@ -163,6 +170,7 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     from course_utils.course.bugcard import LETTERS  # imports torch: only when the test runs
     from course_utils.course.bugcard import card as bug_card
     from course_utils.course.code_diff import FixDiff
+    from course_utils.course.worked import SHOW
 
     page = run_lesson("07_training_bugs.ipynb").page
     card = page.locator(".jp-OutputArea-output .widget-vbox").filter(
@@ -199,6 +207,23 @@ def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_less
     assert "+" in diff and "optimizer.zero_grad()" in diff
     for part in (diff, f"Why: {plain(expected.why)}"):
         assert " ".join(part.split()) in shown, f"{part!r} is not in the revealed text"
+    # the worked answer under the card opened when the card was submitted; the widest worked
+    # answer (card 4: 95 characters) opens with its button; no diff line wraps at any width
+    gated = page.locator(".jp-OutputArea-output .mpsd-gated")
+    worked = gated.first
+    expect(worked).to_contain_text(expected.title, timeout=WAIT_MS)
+    expect(worked.locator("pre.mpsd-diff")).to_contain_text("+++ fixed", timeout=WAIT_MS)
+    widest = gated.nth(next(i for i, text in enumerate(gated.all_inner_texts())
+                            if "answer card 4 above" in text))  # by position: its note goes
+    bring_into_view(widest)
+    widest.get_by_role("button", name=SHOW, exact=True).click()
+    expect(widest.locator("pre.mpsd-diff")).to_contain_text("+++ fixed", timeout=WAIT_MS)
+    try:
+        wrapped, overflowed = diff_problems(page)
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})  # the widget tests' size
+    assert wrapped == {size: [] for size in wrapped}, f"diff lines that wrap: {wrapped}"
+    assert overflowed, "no diff was wider than its box: the check met no line that could wrap"
 
 
 @pytest.mark.slow
@@ -212,8 +237,9 @@ def test_a_practice_link_opens_the_learners_copy_of_the_exercises_at_that_exerci
     # JupyterLab opens the learner's copy (made by the lesson's cell) in a new tab.
     shown = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) h2", has_text="05.view_or_copy")
     expect(shown).to_be_visible(timeout=WAIT_MS)
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"workspace/{name}"
-    assert (lesson_runs.lab.root / "workspace" / name).exists()
+    copy = name.replace(".ipynb", "_exercises.ipynb")  # its own name: the lesson's tab is another
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == f"workspace/{copy}"
+    assert (lesson_runs.lab.root / "workspace" / copy).exists()
     # JupyterLab 4.6 applies a link's fragment before a notebook it has just opened is laid out,
     # so the first click lands at the top of the copy; once the copy is open, a click on the link
     # reveals it at the exercise's heading.

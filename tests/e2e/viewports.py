@@ -45,6 +45,9 @@ PROBLEMS = """(fitClass) => {
         }
         for (const el of box.querySelectorAll('.widget-hbox, .widget-vbox, pre')) {
             if (!shown(el)) continue;
+            // a box that scrolls sideways holds its wide content (a diff's long lines)
+            const scrolls = ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+            if (scrolls && el.getBoundingClientRect().right <= area.right + 1) continue;
             const right = el.getBoundingClientRect().right;
             if (el.scrollWidth > el.clientWidth + 1 || right > area.right + 1)
                 problems.push(`"${name(el)}" overflows: ${el.scrollWidth} px of content in `
@@ -75,6 +78,38 @@ PROBLEMS = """(fitClass) => {
     }
     return problems;
 }"""
+
+
+# Every shown diff: its number of non-empty lines, the distinct line tops of its text (equal when
+# no line wraps, so each visual line carries its +/- marker), its width and its content's width.
+DIFF_LINES = """(diffClass) => [...document.querySelectorAll(`.jp-OutputArea-output pre.${diffClass}`)]
+    .filter(pre => pre.offsetParent !== null).map(pre => {
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
+            .map(r => Math.round(r.top)));
+        return [pre.textContent.split('\\n').filter(line => line.length > 0).length, tops.size,
+                pre.clientWidth, pre.scrollWidth];
+    })"""
+NARROW = {"width": 640, "height": 900}  # narrower than any course page: the longest lines overflow
+
+
+def diff_problems(page, sizes=(*VIEWPORTS, NARROW)) -> tuple[dict[str, list[str]], int]:
+    """At each size, the diffs shown whose lines wrap (a visual line without its marker), and how
+    many diffs were wider than their box somewhere (so the check met a line that could wrap)."""
+    from course_utils.course.code_diff import DIFF_CLASS
+
+    found, overflowed = {}, 0
+    for size in sizes:
+        page.set_viewport_size(size)
+        assert page.evaluate(SETTLED, size["width"])
+        diffs = page.evaluate(DIFF_LINES, DIFF_CLASS)
+        assert diffs, "no diff is shown"
+        found[f"{size['width']}x{size['height']}"] = [
+            f"a diff of {lines} lines is drawn on {tops} lines ({width} px wide, {content} px of "
+            "content)" for lines, tops, width, content in diffs if tops != lines]
+        overflowed += sum(content > width for _, _, width, content in diffs)
+    return found, overflowed
 
 
 def check_viewports(page, lesson: str, folder: Path) -> dict[str, list[str]]:
