@@ -174,12 +174,14 @@ def main() -> int:
             continue
         results.append(measure(case, a.python, [a.course, *a.path], a.repeats, a.timeout))
         r = results[-1]
+        if a.json:  # after each case: a long run stopped midway keeps what it measured
+            Path(a.json).write_text(json.dumps({"load": os.getloadavg(), "results": results}, indent=1))
         print(f"{r['name']}: {r['plain_s']:.1f} s -> {r['watch_s']:.1f} s ({r['ratio']:.2f}x)"
               f" {r['findings'] or ''} {'FAILED' if r['failed'] else ''}", file=sys.stderr, flush=True)
     print(render(rows_of(results)))
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} ({os.cpu_count()} cores)")
-    if a.json:
+    if a.json and not a.results:
         Path(a.json).write_text(json.dumps({"load": load, "results": results}, indent=1))
     if a.publish:
         sys.path.insert(0, str(ROOT))
