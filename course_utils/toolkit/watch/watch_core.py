@@ -9,12 +9,15 @@ TorchDispatchMode (``watch_ops``).
 
 Schedule: cheap checks (``watch_params``) on steps 1..10 and every 16th step after; deep windows on
 steps 1..3, then spaced so their measured extra time stays near ``budget`` (2%) of the run, and on
-the step after a non-finite value or a gradient spike. ``deep_every=1`` watches every step deeply.
+the step after a non-finite value or a gradient spike; all of it within the run's cost budget
+(``watch_budget``: windows and checks wait, or are cut, when they cost more). ``deep_every=1``
+watches every step deeply, with no budget.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import time
 import weakref
 from collections import deque
@@ -24,6 +27,7 @@ from torch.nn.modules import module as module_hooks
 from torch.optim import optimizer as optimizer_hooks
 
 from course_utils.toolkit.watch import watch_autograd
+from course_utils.toolkit.watch.watch_budget import SHARE, Budget
 from course_utils.toolkit.watch.watch_copies import Copies
 from course_utils.toolkit.watch.watch_deep import DeepJudge
 from course_utils.toolkit.watch.watch_findings import UNKNOWN, Finding, FindingLog, user_site
@@ -45,11 +49,18 @@ def _guarded(method):
         if not self.live or self.paused:
             return None
         if not self.ops.modes:  # no deep window: nothing to keep the watcher's own work out of
+            start = self.cost.clock()
             try:
                 return method(self, *args, **kwargs)
             except Exception as err:  # noqa: BLE001 - reported, and the script goes on unwatched
                 self.fail(err, method.__name__)
                 return None
+            finally:
+                self.cost.spent += self.cost.clock() - start
+        if not self.ops.cut and self.cost.clock() > self.ops.deadline:
+            self.ops.cut = True  # the window outgrew its budget
+        if self.ops.cut and self._drop_window():  # a safe point to leave a window cut for its cost
+            return wrapper(self, *args, **kwargs)
         self.ops.paused += 1  # the watcher's own tensor work is not the script's
         try:
             return method(self, *args, **kwargs)
@@ -81,9 +92,12 @@ class Watcher(Verdicts, Schedule):
         check_every: int = 16,
         warmup: int = 10,
         budget: float = 0.02,
+        cost: Budget | None = None,
     ):
         self.log = FindingLog(stream, verbose)
         self.check_every, self.warmup, self.budget = max(1, check_every), warmup, budget
+        self.cost = cost or Budget(math.inf if deep_every is not None else SHARE)  # asked for: no limit
+        self._checks: dict[int, tuple[int, bool]] = {}  # optimizer watch -> (step, checked)
         self.deep_every = deep_every
         self.models = ModelTracker(self)
         self.ops = OpWatch(self)
@@ -198,8 +212,11 @@ class Watcher(Verdicts, Schedule):
 
     @_guarded
     def on_root(self, root) -> None:
-        """A model was found: its tensors are the device's."""
+        """A model was found: its tensors are the device's; the window of the set-up counts from here."""
         self.ops.on_root(root)
+        if self.ops.open and math.isinf(self.ops.deadline):
+            self._window_clock = now = self.cost.clock()
+            self.ops.deadline = self.cost.deadline(now)
 
     @_guarded
     def _on_backward(self, tensors) -> None:

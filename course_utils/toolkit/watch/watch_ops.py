@@ -14,6 +14,7 @@ and buffers, ``.to(device)`` results and everything computed from them (as ``fin
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
@@ -91,6 +92,9 @@ class OpWatch(Window):
         self.nan = NanTrail(watcher)
         self._fallback: dict[str, bool] = {}
         self._frame = None  # the user's frame of the torch call being handled
+        self.cut = False  # the window outgrew the budget: calls pass through until a safe point
+        self.deadline = math.inf  # the budget clock's reading at which the open window is cut
+        self._calls = 0
 
     # --- window -------------------------------------------------------------------------------------
     @property
@@ -156,9 +160,17 @@ class OpWatch(Window):
         return False
 
     # --- the function mode --------------------------------------------------------------------------
+    def over_budget(self) -> bool:
+        """Every 64th call: has the open window used what the budget left it? Then it is cut."""
+        self._calls += 1
+        if self._calls & 63 or self.watcher.cost.clock() <= self.deadline:
+            return False
+        self.cut = True
+        return True
+
     def on_function(self, func, args: tuple, kwargs: dict):
-        if self.broken or self.paused or self.watcher.in_step:  # the optimizer's calls: nothing to see here
-            return func(*args, **kwargs)
+        if self.broken or self.paused or self.cut or self.watcher.in_step or self.over_budget():
+            return func(*args, **kwargs)  # the optimizer's calls: nothing to see here
         try:
             frame, site, direct, training = self._before_function(func, args, kwargs)
         except Exception as err:  # noqa: BLE001 - the watcher's error must not become the script's
@@ -253,7 +265,7 @@ class OpWatch(Window):
 
     # --- the dispatch mode --------------------------------------------------------------------------
     def on_dispatch(self, func, args: tuple, kwargs: dict):
-        if self.broken or self.paused:
+        if self.broken or self.paused or self.cut or self.over_budget():
             return func(*args, **kwargs)
         frame = self._frame or user_frame(2)
         out = call_as_user(func, args, kwargs, frame) if not self.watcher.in_step else func(*args, **kwargs)

@@ -28,7 +28,7 @@ class Schedule:
                 return closure()
             finally:
                 self.in_step = True
-                if self.ops.open:
+                if self.ops.open and not (self.ops.cut and self._drop_window()):
                     self.ops.suspend()
                 if first[0]:
                     first[0] = False
@@ -39,8 +39,14 @@ class Schedule:
         return args, {**kwargs, "closure": closure_as_user}
 
     def _is_check(self, ow) -> bool:
+        """Decided once per step of each optimizer: a check step is skipped while the budget is
+        spent (never the first)."""
         n = ow.steps + 1
-        return n <= self.warmup or n % self.check_every == 0
+        seen = self._checks.get(id(ow))
+        if seen is None or seen[0] != n:
+            due = n <= self.warmup or n % self.check_every == 0
+            seen = self._checks[id(ow)] = (n, due and (n == 1 or self.cost.left() > 0))
+        return seen[1]
 
     def _discover(self, on: bool) -> None:
         if on and not self._discovery:
@@ -57,9 +63,9 @@ class Schedule:
     def _window_boundary(self) -> None:
         now = time.perf_counter()
         if self.ops.open:
-            first = self.deep_steps == 1
+            first, cut = self.deep_steps == 1, self.ops.cut
             self._close_window()
-            if not first:  # the first window also holds the set-up
+            if not first and not cut:  # the first window also holds the set-up
                 self._extra.append(now - self._window_start)
         elif self._last_post:
             self._plain.append(now - self._last_post)
@@ -71,6 +77,7 @@ class Schedule:
             deep = upcoming % self.deep_every == 0 or upcoming <= 3 or self._armed
         else:
             deep = upcoming <= 3 or upcoming >= self._next_deep or self._armed
+            deep = deep and self.cost.may_open()
         if deep:
             self._armed = False
             self._open_window()
@@ -82,11 +89,30 @@ class Schedule:
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
         self.ops.start()
+        self._window_clock = now = self.cost.clock()
+        # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
+        self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf
+        self.ops.cut = False
         self._window_start = time.perf_counter()
 
+    def _drop_window(self) -> bool:
+        """Leave a window cut for its cost, at a safe point (its modes on top of the stacks, or
+        left for the optimizer's step); what it counted so far is dropped, not judged."""
+        ops = self.ops
+        if not ops.open or not ops.stop():
+            return False
+        self.cost.charge(self.cost.clock() - self._window_clock, window=True)
+        ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
+        self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)
+        return True
+
     def _close_window(self) -> None:
+        if self.ops.cut:
+            self._drop_window()
+            return
         if not self.ops.open or not self.ops.stop():
             return
+        self.cost.charge(self.cost.clock() - self._window_clock, window=True, complete=True)
         self._discover(False)
         self.deep.close(self.ops, self.step)
         self._flush_nan()

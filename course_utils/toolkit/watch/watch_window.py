@@ -57,7 +57,9 @@ class Window:
             self.suspended = True
 
     def resume(self) -> None:
-        if self.suspended:
+        if self.suspended and self.cut:  # cut for its cost while the optimizer stepped
+            self.watcher._drop_window()
+        elif self.suspended:
             self.suspended = False
             self.modes = [_Functions(self), _Dispatch(self)]
             for mode in self.modes:

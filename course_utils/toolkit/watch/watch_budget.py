@@ -1,0 +1,63 @@
+"""The cost budget of ``course watch``, per run: the watcher measures its own time as it goes (the
+deep windows whole, the hooks' time outside them) and keeps it under a share of the run's time so
+far, plus a small allowance for the start. A deep window opens only when the budget has room for
+one like the last complete ones; a window that outgrows what is left is cut at the next safe point
+(a module call, the end of an LBFGS closure, a step boundary) and its partial counts are dropped;
+check steps are skipped while the budget is spent.
+
+The clock is this thread's CPU time: the watcher's work is Python in the training thread, a loaded
+machine stretches neither side of the ratio, and time the thread spends waiting (data-loader
+workers, I/O) only lowers the allowance.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+
+SHARE = 0.05  # of the run's time so far
+FLOOR = 0.3  # seconds the watcher may use before the run's share covers it (the first windows)
+MIN_WINDOW = 0.002  # a new window needs at least this much room
+
+
+class Budget:
+    """What the watcher has spent and may still spend (``share=inf``: no limit)."""
+
+    def __init__(self, share: float = SHARE, floor: float = FLOOR, clock=time.thread_time):
+        self.share, self.floor, self.clock = share, floor, clock
+        self.start = clock()
+        self.spent = 0.0
+        self.windows: deque = deque(maxlen=9)  # costs of recent complete windows
+        self.need = 0.0  # after a cut: room for twice the cut window before the next one
+        self.cuts = 0
+
+    @property
+    def unlimited(self) -> bool:
+        return math.isinf(self.share)
+
+    def left(self, now: float | None = None) -> float:
+        """Seconds the watcher may still spend now."""
+        if self.unlimited:
+            return math.inf
+        now = self.clock() if now is None else now
+        return self.floor + self.share * (now - self.start) - self.spent
+
+    def deadline(self, now: float) -> float:
+        """The clock reading at which a window opened ``now`` has used all that is left (the
+        allowance grows while it runs)."""
+        return now + self.left(now) / (1.0 - min(self.share, 0.5))
+
+    def may_open(self) -> bool:
+        """Room for a window like the recent complete ones."""
+        expected = sorted(self.windows)[len(self.windows) // 2] if self.windows else 0.0
+        return self.left() >= max(MIN_WINDOW, expected, self.need)
+
+    def charge(self, seconds: float, window: bool = False, complete: bool = False) -> None:
+        self.spent += seconds
+        if window and complete:
+            self.windows.append(seconds)
+            self.need = 0.0
+        elif window:
+            self.cuts += 1
+            self.need = 2 * seconds

@@ -1,0 +1,119 @@
+"""``course watch`` keeps its own cost under a share of the run: windows open only when the budget has
+room, a window that outgrows it is cut at a safe point (also inside an LBFGS closure), check steps
+wait while it is spent, and none of it changes the script's numbers. The clock here is a counter the
+tests drive (the budget's clock is injectable), so nothing depends on the machine's speed."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from course_utils.toolkit.watch import watch
+from course_utils.toolkit.watch.watch_budget import Budget
+
+
+class Ticks:
+    """A clock that moves ``per_read`` seconds each time it is read, or as the test sets it."""
+
+    def __init__(self, per_read: float = 0.0):
+        self.now, self.per_read = 0.0, per_read
+
+    def __call__(self) -> float:
+        self.now += self.per_read
+        return self.now
+
+
+def test_the_allowance_grows_with_the_run_and_a_cut_window_asks_for_twice_its_room():
+    clock = Ticks()
+    budget = Budget(share=0.05, floor=0.3, clock=clock)
+    assert budget.left() == 0.3 and budget.may_open()
+    clock.now = 10.0
+    assert math.isclose(budget.left(), 0.8)
+    budget.charge(0.7, window=True)  # cut
+    assert budget.cuts == 1 and budget.need == 1.4 and not budget.may_open()
+    clock.now = 40.0  # 0.3 + 2.0 - 0.7 = 1.6 left >= 1.4
+    assert budget.may_open()
+    budget.charge(0.5, window=True, complete=True)
+    assert budget.need == 0.0 and list(budget.windows) == [0.5]
+    assert budget.deadline(40.0) > 40.0
+    assert Budget(share=math.inf).left() == math.inf
+
+
+def _loop(model, opt, x, y, steps):
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((model(x).squeeze(-1) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+
+
+def _sequence_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 32), nn.Tanh(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 1))
+
+
+def test_a_window_over_budget_is_cut_and_the_weights_are_those_of_the_plain_run():
+    x, y = torch.randn(64, 4), torch.randn(64)
+    plain = _sequence_model()
+    _loop(plain, torch.optim.SGD(plain.parameters(), lr=0.05), x, y, 30)
+
+    model = _sequence_model()
+    with watch(verbose=False, cost=Budget(share=0.05, floor=0.0, clock=Ticks(per_read=0.01))) as w:
+        _loop(model, torch.optim.SGD(model.parameters(), lr=0.05), x, y, 30)
+    assert w.cost.cuts >= 1  # the window open at the start outgrew an empty budget
+    assert not w.ops.open and not w.findings
+    for a, b in zip(plain.parameters(), model.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_with_no_room_no_later_window_opens_and_checks_stop_after_the_first_step():
+    x, y = torch.randn(64, 4), torch.randn(64)
+    model = _sequence_model()
+    spent = Budget(share=0.0, floor=0.0, clock=Ticks())
+    spent.spent = 1.0  # spent before the loop starts
+    with watch(verbose=False, cost=spent) as w:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        _loop(model, opt, x, y, 20)
+        ow = w.optimizers[id(opt)]
+        checked = [w._is_check(ow)]
+    assert w.deep_steps == 1  # only the window of the set-up
+    assert checked == [False]  # step 21 would be a warm-up check
+
+
+def test_with_room_the_schedule_is_the_sampled_one():
+    x, y = torch.randn(64, 4), torch.randn(64)
+    model = _sequence_model()
+    with watch(verbose=False, cost=Budget(share=0.05, floor=100.0, clock=Ticks())) as w:
+        _loop(model, torch.optim.SGD(model.parameters(), lr=0.05), x, y, 20)
+    assert w.cost.cuts == 0 and w.deep_steps >= 3  # set-up, steps 2 and 3 (and later ones)
+    assert len(w.cost.windows) >= 2
+
+
+def test_a_window_cut_inside_an_lbfgs_closure_ends_with_the_closure():
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(1, 8)
+    head = nn.Linear(8, 1)
+    model = nn.ModuleList([cell, head])
+    seq = torch.randn(4, 50, 1)
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5)
+    after_closures = []
+
+    def closure():
+        opt.zero_grad()
+        h = c = torch.zeros(4, 8)
+        outs = []
+        for x_t in seq.unbind(1):  # a long sequence: many ops per forward
+            h, c = cell(x_t, (h, c))
+            outs.append(head(h))
+        loss = (torch.cat(outs, 1) ** 2).mean()
+        loss.backward()
+        return loss
+
+    with watch(verbose=False, cost=Budget(share=0.05, floor=0.0, clock=Ticks(per_read=0.01))) as w:
+        for _ in range(3):
+            opt.step(closure)
+            after_closures.append(w.ops.open)
+    assert w.cost.cuts >= 1 and after_closures == [False, False, False]
+    assert not w.findings
