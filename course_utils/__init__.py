@@ -5,8 +5,8 @@ widgets) load only when used, so importing the package costs little beyond ``imp
 """
 
 from course_utils.core import startup as _startup  # noqa: F401  (must run before torch is imported)
-from course_utils.course import drill_fixit as _drill_fixit
-from course_utils.course.checking import CheckFailed, check, hint
+from course_utils.learner.checking import CheckFailed, check, hint
+from course_utils.learner.drilling import fix_entry as _drill_fixit
 
 
 def _sandboxed_fix(drill, code):

@@ -10,18 +10,18 @@ from pathlib import Path
 
 from course_utils.core.errors import CourseError, course_root
 from course_utils.core.registry import UnknownId
-from course_utils.course.lab import NEWS_SETTING, quiet_news  # noqa: F401 - importable from here as before
+from course_utils.learner.lab import NEWS_SETTING, quiet_news  # noqa: F401 - importable from here as before
 
 
 def _doctor(args) -> int:
-    from course_utils.course import doctor
+    from course_utils.learner import doctor
 
     return doctor.main()
 
 
 def _lab(args) -> int:
     """``course lab``: JupyterLab at the learner's own copy of lesson 00 (``course.lab.open_lab``)."""
-    from course_utils.course import lab
+    from course_utils.learner import lab
 
     return lab.open_lab(args.jupyter_args)
 
@@ -29,7 +29,7 @@ def _lab(args) -> int:
 def _start(args) -> int:
     """Copy lesson NN (outputs cleared) and its exercises into the workspace; say which copies
     are new and which were kept (they hold the learner's work; --force backs them up first)."""
-    from course_utils.course.workspace import start_lesson
+    from course_utils.learner.workspace import start_lesson
 
     existed = _existing_copies(args.lesson)
     for copy in start_lesson(args.lesson, force=args.force):
@@ -42,7 +42,7 @@ def _start(args) -> int:
 
 
 def _existing_copies(lesson: str) -> set[Path]:
-    from course_utils.course.workspace import exercise_copy, lesson_notebook, workspace_dir
+    from course_utils.learner.workspace import exercise_copy, lesson_notebook, workspace_dir
 
     source = lesson_notebook(course_root() / "notebooks", lesson)
     here = workspace_dir(course_root())
@@ -79,7 +79,7 @@ def _progress(args) -> int:
     for item, status, attempts, detail in rows:
         print(f"{item:<24} {status:<16} {attempts:>8}  {detail}")
     if progress.load().get("drill_sessions"):
-        from course_utils.course.drill_plan import plan_text
+        from course_utils.learner.drilling.plan import plan_text
 
         print("\n" + plan_text())
     return 0
@@ -87,8 +87,8 @@ def _progress(args) -> int:
 
 def _mention_feedback() -> None:
     """Say where the instructor's feedback is, when there is some."""
-    from course_utils.course.feedback_release import latest_pages
-    from course_utils.course.workspace import workspace_dir
+    from course_utils.instructor.feedback_release import latest_pages
+    from course_utils.learner.workspace import workspace_dir
 
     pages = latest_pages(workspace_dir())
     if pages:
@@ -97,7 +97,7 @@ def _mention_feedback() -> None:
 
 
 def _build_exercises(args) -> int:
-    from course_utils.course.authoring import build
+    from course_utils.author.authoring import build
 
     root = course_root()
     changed = build(root / "solutions", root / "exercises", check=args.check)
@@ -111,8 +111,8 @@ def _build_exercises(args) -> int:
 
 
 def _run_notebooks(args) -> int:
+    from course_utils.author.execute import execute_all
     from course_utils.bootstrap import scratch_env
-    from course_utils.course.execute import execute_all
 
     os.environ.update(scratch_env())  # CPU reference run; progress kept out of the learner's file
     root = course_root()
@@ -164,7 +164,7 @@ def _write_feedback(paths: list[str], details: Path, out: Path) -> None:
 
 def _feedback(args) -> int:
     """``course feedback release``: each learner's pages into their own workspace."""
-    from course_utils.course import feedback_release
+    from course_utils.instructor import feedback_release
 
     done = feedback_release.release(Path(args.feedback), args.homes, strip_prefix=args.strip_prefix)
     print(feedback_release.report(done))
@@ -173,7 +173,7 @@ def _feedback(args) -> int:
 
 def _collect(args) -> int:
     """``course collect``: each learner's exercise notebooks into a new class folder."""
-    from course_utils.course import collect
+    from course_utils.instructor import collect
 
     print(collect.report(collect.collect(args.homes, Path(args.out), strip_prefix=args.strip_prefix)))
     return 0
@@ -181,7 +181,7 @@ def _collect(args) -> int:
 
 def _hub_config(args) -> int:
     """``course hub-config``: the course on JupyterHub 6 (plain, TLJH or z2jh)."""
-    from course_utils.course.hub import hub_config
+    from course_utils.jupyter.hub import hub_config
 
     print(hub_config(args.flavour, Path(args.out) if args.out else None, args.prefix, args.source))
     return 0
@@ -194,7 +194,7 @@ def _mutants(args) -> int:
 
         return report(args.ids)
     from course_utils import bank
-    from course_utils.course import mutation
+    from course_utils.author import mutation
 
     ids = args.ids or bank.ids()
     scores = []
@@ -207,14 +207,14 @@ def _mutants(args) -> int:
 
 def _author_test(args) -> int:
     """``course author-test ID``: one exercise, drill or watch check, and exactly its tests."""
-    from course_utils.course.author_loop import run
+    from course_utils.author.author_loop import run
 
     return run(args.subject)
 
 
 def _drill(args) -> int:
     """``course drill``: lesson 08's timed spot-the-bug drills in the terminal."""
-    from course_utils.course.drill_cli import play_round
+    from course_utils.learner.drilling.terminal import play_round
 
     adaptive = args.seed is None and args.category is None and not args.random
     return play_round(category=args.category, count=args.count, seed=args.seed, allow_pipe=args.stdin,
@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``course`` console command."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["watch"]:  # its own options, then the script's arguments, untouched
-        from course_utils.toolkit.watch.watch_cli import main as watch
+        from course_utils.toolkit.watch.command import main as watch
 
         return watch(argv[1:])
     p = parser()

@@ -98,7 +98,7 @@ class Hub:
         self.log = self.folder / "hub.log"
 
     def write_config(self) -> Path:
-        from course_utils.course.hub import hub_config
+        from course_utils.jupyter.hub import hub_config
 
         self.folder.mkdir(parents=True, exist_ok=True)
         self.homes.mkdir(exist_ok=True)

@@ -3,7 +3,8 @@
 Read from the source with ``ast`` (nothing is imported), every module of ``course_utils`` belongs to
 a part, and the parts are layered, left to right:
 
-    core < toolkit (with toolkit/emulate, toolkit/memory) < labs | drills < bank < course < grader
+    core < toolkit (with toolkit/emulate, toolkit/memory, toolkit/watch, toolkit/syncs)
+         < labs | drills < bank < jupyter < learner < author | instructor < grader
          < the top-level modules (__init__.py, cli.py, bootstrap.py)
 
 A module may import its own part and the parts to its left, never one to its right; ``labs`` and
@@ -26,7 +27,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "course_utils"
 TOP = "top-level"  # __init__.py, cli.py, bootstrap.py: the part of the package's own modules
-LAYERS = (("core",), ("toolkit",), ("labs", "drills"), ("bank",), ("course",), ("grader",), (TOP,))
+LAYERS = (("core",), ("toolkit",), ("labs", "drills"), ("bank",), ("jupyter",), ("learner",),
+          ("author", "instructor"), ("grader",), (TOP,))
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 ORDER = " < ".join(" | ".join(parts) for parts in LAYERS)
 MAX_LINES = 350
@@ -213,8 +215,66 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones():
               "import importlib\nimportlib.import_module(f'course_utils.drills.{x}')\n"
               "from course_utils import check\n")
     tree = ast.parse(source)
-    targets = [t for node in ast.walk(tree) for t in _targets(node, "course_utils.course")]
-    assert sorted(targets) == sorted(["course_utils.bank", "course_utils.course.checking", "importlib",
+    targets = [t for node in ast.walk(tree) for t in _targets(node, "course_utils.learner")]
+    assert sorted(targets) == sorted(["course_utils.bank", "course_utils.learner.checking", "importlib",
                                       "course_utils.drills", "course_utils"])
     assert [part_of(t) for t in ("course_utils", "course_utils.cli", "course_utils.toolkit.emulate.inplace",
                                  "course_utils.drills")] == [TOP, TOP, "toolkit", "drills"]
+
+
+def _file_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the package it imports (a package's import is its __init__)."""
+    names = {module_name(p) for p in modules()}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for imp in all_imports():
+        source = module_name(ROOT / imp.file)
+        target = imp.target if imp.target in names else imp.target.rsplit(".", 1)[0]
+        if target in names and target != source:
+            graph[source].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of two or more modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """A package's own __init__ re-exporting its modules is not a circle; files that need each
+    other are (move what both need into a third module, or pass it in)."""
+    graph = {src: {t for t in targets if not src.startswith(t + ".")}
+             for src, targets in _file_graph().items()}
+    fail_listing("Modules that import each other (directly or round a circle):",
+                 [" <-> ".join(group) for group in _cycles(graph)])
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from course_utils.author.author_loop import plan_for, watch_pairs
 from course_utils.core.errors import CourseError
-from course_utils.course.author_loop import plan_for, watch_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Questions about course_utils.course.authoring: turning solutions/ into exercises/."""
+"""Questions about course_utils.author.authoring: turning solutions/ into exercises/."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from course_utils.course.authoring import (
+from course_utils.author.authoring import (
     BANNER_ID,
     AuthoringError,
     build,

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from course_utils import bank
-from course_utils.course.checking import CheckFailed, check, find_failure
+from course_utils.learner.checking import CheckFailed, check, find_failure
 
 EXERCISES = [bank.get(i) for i in bank.ids()]
 MUTANTS = [(ex, name, fn) for ex in EXERCISES for name, fn in ex.mutants.items()]

@@ -26,8 +26,8 @@ from course_utils.bank.lesson02.state_bytes import steps_the_optimizer
 from course_utils.bank.lesson03.honest_timer import honest_time
 from course_utils.bank.lesson03.sync_lines import SYNCING
 from course_utils.bank.lesson04.prefix_sum import in_place, via_numpy
-from course_utils.course.checking import find_failure
 from course_utils.labs.case_inputs import FakeDevice, TrainingRun
+from course_utils.learner.checking import find_failure
 
 IN_PROCESS_WRONG = [
     ("00.count_params", "freezes the parameters it has counted", freezes_as_it_counts, "requires_grad"),

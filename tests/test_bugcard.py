@@ -5,9 +5,9 @@ import pytest
 
 from course_utils import drills
 from course_utils.core import progress
-from course_utils.course import bugcard
-from course_utils.course.bugcard import LETTERS, BugCard, card
 from course_utils.drills.hypothesis_gate import hypothesis_problem
+from course_utils.learner import bugcard
+from course_utils.learner.bugcard import LETTERS, BugCard, card
 
 DRILL = drills.get("losses.double_softmax")
 

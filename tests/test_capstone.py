@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from course_utils.bank.lesson08 import capstone_fallback, capstone_frozen, capstone_loss, capstone_syncs
-from course_utils.course.checking import find_failure
 from course_utils.grader import wire
 from course_utils.labs import capstone
 from course_utils.labs.capstone import CHECKPOINTS, Lab, checkpoints, fixed, haunted
+from course_utils.learner.checking import find_failure
 from course_utils.toolkit.emulate import mps_fallback as emulated
-from course_utils.toolkit.syncpoints import find_sync_points
+from course_utils.toolkit.syncs.finder import find_sync_points
 
 
 def failing(report, lab) -> set[str]:

@@ -12,8 +12,8 @@ import pytest
 
 from course_utils import cli
 from course_utils.core.errors import CourseError
-from course_utils.course.workspace import lesson_notebook, start
 from course_utils.grader.learner_check import check_notebook
+from course_utils.learner.workspace import lesson_notebook, start
 from tests.conftest import ROOT
 
 
@@ -181,7 +181,7 @@ def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(t
     from jupyterlab.commands import get_app_dir
     from jupyterlab_server.settings_utils import get_settings
 
-    from course_utils.course.lab import NEWS_SETTING, quiet_news
+    from course_utils.learner.lab import NEWS_SETTING, quiet_news
 
     settings = tmp_path / "settings"
     settings.mkdir()
@@ -195,7 +195,7 @@ def test_course_lab_turns_the_news_prompt_off_as_jupyterlab_reads_its_settings(t
 
 
 def test_course_lab_goes_on_where_the_environment_is_read_only(tmp_path):
-    from course_utils.course.lab import quiet_news
+    from course_utils.learner.lab import quiet_news
 
     (tmp_path / "settings").write_text("a file where the folder would be")
     assert quiet_news(tmp_path) is None
@@ -205,7 +205,7 @@ def test_course_lab_opens_the_learners_own_copy_of_lesson_00(course, monkeypatch
     monkeypatch.setenv("MPS_DETECTIVE_ROOT", str(course))
     monkeypatch.delenv("MPS_DETECTIVE_WORKSPACE", raising=False)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a shell where the course's environment is not active
-    from course_utils.course import lab
+    from course_utils.learner import lab
 
     monkeypatch.setattr(lab, "quiet_news", lambda: None)  # never the real environment's settings
     launched = []

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from course_utils.course import doctor
+from course_utils.learner import doctor
 from course_utils.toolkit import device
 
 HERE = device.probe()

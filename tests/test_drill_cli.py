@@ -10,8 +10,9 @@ import pytest
 
 from course_utils import cli
 from course_utils.core.errors import CourseError
-from course_utils.course import drill_cli, drill_mode
-from course_utils.course.drill_mode import LETTERS, history, pick
+from course_utils.learner.drilling import mode as drill_mode
+from course_utils.learner.drilling import terminal as drill_cli
+from course_utils.learner.drilling.mode import LETTERS, history, pick
 from tests.conftest import ROOT
 
 

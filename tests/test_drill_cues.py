@@ -67,7 +67,7 @@ def test_the_rank_drill_gives_nccls_default_timeout_and_the_layernorm_drill_keys
 @pytest.mark.parametrize("name", ["every drill form", "the timed pool"])
 def test_the_quizzes_battery_holds_on_the_drills_too(name):
     """The mastery quizzes' own battery (course/cue_solvers.py) gives the same verdict."""
-    from course_utils.course import cue_solvers
+    from course_utils.author import cue_solvers
 
     pool = drills.all_drills() if name == "every drill form" else drills.timed_pool()
     questions = [q for q, _ in _forms(pool)]

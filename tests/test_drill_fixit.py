@@ -8,12 +8,12 @@ import io
 import pytest
 
 from course_utils import drills
-from course_utils.course import drill_fixit
-from course_utils.course.drill_cli import play
-from course_utils.course.drill_history import history, history_text
-from course_utils.course.drill_mode import DrillSession
 from course_utils.drills import fix_mutants
 from course_utils.drills.fixit import judge_edit
+from course_utils.learner.drilling import fix_entry as drill_fixit
+from course_utils.learner.drilling.history import history, history_text
+from course_utils.learner.drilling.mode import DrillSession
+from course_utils.learner.drilling.terminal import play
 
 FIXIT = [d for d in drills.all_drills() if d.other_fixes]
 KINDS = ("delete the loop", "delete every .backward()", "a constant", "detach the loss",

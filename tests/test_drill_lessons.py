@@ -10,8 +10,8 @@ import re
 from course_utils import drills
 from course_utils.core import progress
 from course_utils.core.glyphs import ENV, glyph
-from course_utils.course.drill_mode import DrillSession, plot_history, record_session
-from course_utils.course.drill_scoring import Result, clock_text, pick, time_limit
+from course_utils.learner.drilling.mode import DrillSession, plot_history, record_session
+from course_utils.learner.drilling.scoring import Result, clock_text, pick, time_limit
 from tests.conftest import ROOT
 
 LESSON_08 = ROOT / "notebooks" / "08_interview_drills.ipynb"

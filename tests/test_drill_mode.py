@@ -5,8 +5,8 @@ import pytest
 
 from course_utils import drills
 from course_utils.core import progress
-from course_utils.course import drill_mode
-from course_utils.course.drill_mode import (
+from course_utils.learner.drilling import mode as drill_mode
+from course_utils.learner.drilling.mode import (
     FINISH,
     KEY,
     NEXT,
@@ -18,7 +18,7 @@ from course_utils.course.drill_mode import (
     pick,
     record_session,
 )
-from course_utils.course.drill_scoring import time_limit
+from course_utils.learner.drilling.scoring import time_limit
 
 
 class FakeClock:

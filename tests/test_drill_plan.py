@@ -7,10 +7,10 @@ import datetime as dt
 
 from course_utils import cli, drills
 from course_utils.core import progress
-from course_utils.course.drill_history import record_session
-from course_utils.course.drill_mode import DrillSession
-from course_utils.course.drill_plan import memories, plan
-from course_utils.course.drill_scoring import Result
+from course_utils.learner.drilling.history import record_session
+from course_utils.learner.drilling.mode import DrillSession
+from course_utils.learner.drilling.plan import memories, plan
+from course_utils.learner.drilling.scoring import Result
 
 DAY = dt.date(2026, 5, 1)
 

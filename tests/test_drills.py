@@ -109,7 +109,7 @@ def test_the_right_answer_is_rarely_given_away_by_being_the_longest_choice():
 
 
 def test_importing_the_drills_package_loads_no_plots_widgets_compiler_or_workers():
-    code = ("import sys, course_utils.drills, course_utils.course.bugcard; "
+    code = ("import sys, course_utils.drills, course_utils.learner.bugcard; "
             "print([m for m in ('matplotlib', 'ipywidgets', 'torch._dynamo', "
             "'course_utils.drills.dist_worker', 'course_utils.drills.gradients') "
             "if m in sys.modules])")
@@ -164,7 +164,7 @@ def test_a_variant_renames_whole_names_only_and_its_measure_reads_the_old_names(
 
 
 def test_the_timed_pool_leaves_out_every_drill_lesson_07_shows():
-    from course_utils.course.drill_scoring import pick
+    from course_utils.learner.drilling.scoring import pick
 
     taught = set(drills.TAUGHT.values())
     assert {drills.get(i).category for i in taught} == set(drills.CATEGORIES)

@@ -1,4 +1,4 @@
-"""Questions about course_utils.course.execute: re-running lessons and storing their outputs."""
+"""Questions about course_utils.author.execute: re-running lessons and storing their outputs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_utils.course.execute import execute_all, execute_notebook
+from course_utils.author.execute import execute_all, execute_notebook
 
 pytestmark = pytest.mark.slow  # every test here starts a kernel
 

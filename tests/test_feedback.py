@@ -16,8 +16,8 @@ import nbformat
 import pytest
 
 from course_utils.core.errors import CourseError
-from course_utils.course.feedback_release import latest_pages, release
 from course_utils.grader.feedback import folder_name, write_pages
+from course_utils.instructor.feedback_release import latest_pages, release
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "grading" / "class"

@@ -285,7 +285,7 @@ def patch_code():
 for attempt in (lambda: importlib.import_module("course_utils.bank"),
                 lambda: __import__("course_utils.bank.lesson01"),
                 lambda: open(course_paths()[1][0] + "/lesson01/batch_bytes.py").read(),
-                lambda: __import__("course_utils.course.checking").course.checking.get_exercise(
+                lambda: __import__("course_utils.learner.checking").course.checking.get_exercise(
                     "01.batch_bytes"),
                 lambda: __import__("gc").get_objects(), patch_code):
     try:
@@ -479,7 +479,7 @@ def test_do_the_cases_of_every_lesson_unpickle_where_the_bank_is_off_limits(tmp_
     ``course grade`` sends it, and loads in a process that refuses to import the bank."""
     import pickle
 
-    from course_utils.course.lessons import LESSONS
+    from course_utils.learner.lessons import LESSONS
 
     blobs = {ex.id: pickle_cases({ex.id: [(c.args, c.kwargs) for c in ex.cases(11)]})
              for lesson in LESSONS for ex in judging.lesson_exercises(lesson.number)}
@@ -505,7 +505,7 @@ print(json.dumps([loaded, sorted(m for m in sys.modules if m.startswith("course_
 
 
 def test_can_every_exercise_be_graded_in_batch_but_those_that_watch_their_process():
-    from course_utils.course.lessons import LESSONS
+    from course_utils.learner.lessons import LESSONS
 
     left_out = {}
     for lesson in LESSONS:

@@ -20,9 +20,9 @@ from torch import nn
 
 from course_utils.core.exercise import run
 from course_utils.core.judgement import first_failure
-from course_utils.course.lessons import LESSONS
 from course_utils.grader import judging, runner
 from course_utils.grader.sandbox import RunStatus
+from course_utils.learner.lessons import LESSONS
 
 CASES = 4  # per exercise: the first (the author's fixed ones); enough to see a property judged
 Pair = collections.namedtuple("Pair", "first second")

@@ -52,7 +52,7 @@ def test_no_printed_hint_question_or_explanation_keeps_a_markdown_mark():
 
 
 def test_a_failed_check_and_hint_print_the_hint_without_its_marks(progress_home, capsys):
-    from course_utils.course.checking import CheckFailed, check, hint
+    from course_utils.learner.checking import CheckFailed, check, hint
 
     hint("01.choose_device")  # the first hint on the ladder
     shown = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""The course's Jupyter server settings (course_utils/course/lab_config/), read by Jupyter's own
+"""The course's Jupyter server settings (course_utils/jupyter/lab_config/), read by Jupyter's own
 config loader as a server reads them: `course` first on PATH for kernels and terminals, a terminal
 shell that does not reset PATH, and the page CSS served from the course's folder after the
 learner's own."""
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course_utils.course.hub import LAB_CONFIG, course_environment
+from course_utils.jupyter.hub import LAB_CONFIG, course_environment
 
 READ = """
 import json, os

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from course_utils import bank
+from course_utils.author import mutation
 from course_utils.core.exercise import Case, Exercise
-from course_utils.course import mutation
 
 
 def sample(x: torch.Tensor, n: int, flag: bool = True) -> torch.Tensor:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from course_utils.course import nbval_kernels
-from course_utils.course.nbval_kernels import KernelStartWarning, with_retries
+from course_utils.author import nbval_kernels
+from course_utils.author.nbval_kernels import KernelStartWarning, with_retries
 
 
 def dying_start(deaths: int, message: str = "Kernel died before replying to kernel_info"):

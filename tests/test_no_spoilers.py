@@ -11,8 +11,8 @@ import re
 import nbformat
 import pytest
 
-from course_utils.course import bugcard
-from course_utils.course.authoring import BEGIN, END
+from course_utils.author.authoring import BEGIN, END
+from course_utils.learner import bugcard
 from tests.conftest import ROOT
 
 NOTEBOOKS = sorted(p for folder in ("notebooks", "exercises", "solutions")
@@ -71,7 +71,7 @@ def test_the_scan_finds_every_way_to_import_the_bank(source):
 
 @pytest.mark.parametrize("source", [
     "# the drill bank keeps the rest for lesson 08",
-    "from course_utils.course.checking import check",
+    "from course_utils.learner.checking import check",
     f"def f():\n    {BEGIN}\n    from course_utils.bank import x\n    {END}",
 ])
 def test_the_scan_passes_code_that_does_not_import_the_bank(source):
@@ -145,7 +145,7 @@ def _answer(number: int) -> None:
 
 
 def test_a_worked_answer_shows_only_a_note_until_its_card_is_answered(fresh_kernel):
-    from course_utils.course.worked import worked
+    from course_utils.learner.worked import worked
 
     example = worked(2, run=False)
     drill = example.drill
@@ -162,7 +162,7 @@ def test_a_worked_answer_shows_only_a_note_until_its_card_is_answered(fresh_kern
 
 
 def test_submitting_the_card_opens_the_worked_answer_already_displayed(fresh_kernel):
-    from course_utils.course.worked import worked
+    from course_utils.learner.worked import worked
 
     example = worked(1, run=False)
     example.widget()
@@ -174,7 +174,7 @@ def test_submitting_the_card_opens_the_worked_answer_already_displayed(fresh_ker
 
 
 def test_the_button_opens_the_worked_answer_without_an_answer(fresh_kernel):
-    from course_utils.course.worked import SHOW, worked
+    from course_utils.learner.worked import SHOW, worked
 
     example = worked(3, run=False)
     example.widget()
@@ -185,8 +185,8 @@ def test_the_button_opens_the_worked_answer_without_an_answer(fresh_kernel):
 
 
 def test_the_table_of_fixes_waits_for_every_card(fresh_kernel):
-    from course_utils.course.worked import taught_table
     from course_utils.drills import taught
+    from course_utils.learner.worked import taught_table
 
     for number in range(1, len(taught())):
         _answer(number)
@@ -214,7 +214,7 @@ def predict_calls_in(source: str) -> list[ast.Call]:
 
 @pytest.fixture
 def nothing_locked(monkeypatch, progress_home):
-    from course_utils.course import reveal
+    from course_utils.learner import reveal
 
     monkeypatch.setattr(reveal, "_LOCKED", set())
     monkeypatch.setattr(reveal, "_ON_LOCK", {})
@@ -222,7 +222,7 @@ def nothing_locked(monkeypatch, progress_home):
 
 def _held(monkeypatch, block):
     """Run ``block`` under ``after_predicting("05.view_of_T")``; what it displayed."""
-    from course_utils.course import reveal
+    from course_utils.learner import reveal
 
     shown = []
     monkeypatch.setattr("IPython.display.display", shown.append)
@@ -235,8 +235,7 @@ def test_a_result_is_held_until_its_prediction_is_locked_in_then_opens(nothing_l
                                                                        capsys):
     import torch
 
-    from course_utils.course.reveal import SHOW, Held
-    from course_utils.course.widgets import predict
+    from course_utils.learner.reveal import SHOW, Held, predict
 
     t = torch.arange(12.).reshape(3, 4)
     shown = _held(monkeypatch, lambda: print("before the error") or t.T.view(-1))
@@ -265,7 +264,7 @@ def test_the_show_button_opens_a_held_result_without_a_prediction(nothing_locked
 
 
 def test_an_opened_worked_answer_measures_the_drill_both_ways(fresh_kernel):
-    from course_utils.course.worked import worked
+    from course_utils.learner.worked import worked
 
     text = worked(1).text()  # asked for from code, on purpose
     assert "\nbuggy:" in text and "\nfixed:" in text and "+++ fixed" in text

@@ -14,7 +14,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from course_utils.course.lessons import LESSONS, stem
+from course_utils.learner.lessons import LESSONS, stem
 from tests.conftest import ROOT
 
 CONDA_NAMES = {"torch": "pytorch", "matplotlib": "matplotlib-base"}  # pip name -> conda-forge name
@@ -182,4 +182,4 @@ def test_every_lesson_notebook_is_a_known_lesson_with_the_same_stem_everywhere()
     known = {stem(x) for x in LESSONS}
     for folder in ("notebooks", "solutions", "exercises"):
         for path in (ROOT / folder).glob("*.ipynb"):
-            assert path.stem in known, f"{folder}/{path.name} is not in course_utils.course.lessons"
+            assert path.stem in known, f"{folder}/{path.name} is not in course_utils.learner.lessons"

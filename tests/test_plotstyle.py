@@ -65,7 +65,7 @@ def test_every_toolkit_picture_is_drawn_at_100_dpi_with_text_of_9_pt_or_more(dra
 def test_the_explorer_png_is_drawn_at_100_dpi():
     from PIL import Image
 
-    from course_utils.course.stride_explorer import render_png
+    from course_utils.learner.stride_explorer import render_png
 
     image = Image.open(io.BytesIO(render_png(torch.arange(6.).reshape(2, 3), "t")))
     assert image.size == (420, 340)  # 4.2 x 3.4 inches at 100 dpi

@@ -77,7 +77,7 @@ def test_the_file_is_plain_sorted_json(progress_home):
 def test_run_all_twice_on_lesson_00_leaves_attempts_and_hints_unchanged(progress_home):
     import nbformat
 
-    from course_utils.course.execute import client
+    from course_utils.author.execute import client
     from tests.conftest import ROOT
 
     path = ROOT / "notebooks" / "00_start_here.ipynb"
@@ -120,9 +120,9 @@ def test_a_demo_check_is_kept_apart_from_the_learners_work(capsys):
 
 def test_course_progress_shows_drill_cards_and_timed_rounds(progress_home, capsys):
     from course_utils import cli
-    from course_utils.course.drill_history import record_session
-    from course_utils.course.drill_scoring import Result
     from course_utils.drills import record_answer
+    from course_utils.learner.drilling.history import record_session
+    from course_utils.learner.drilling.scoring import Result
 
     record_answer("gradients.missing_zero_grad", correct=True)  # a card in lesson 07
     record_session([Result("losses.a", "losses", "A", True, 30.0, False),  # a timed round

@@ -4,7 +4,7 @@ import pytest
 
 from course_utils.bank import quizzes as bank_quizzes
 from course_utils.core import progress
-from course_utils.course.quiz import Question, Quiz, QuizView, quiz
+from course_utils.learner.quiz import Question, Quiz, QuizView, quiz
 
 
 def test_grading_records_the_score_and_75_percent_completes():

@@ -5,10 +5,10 @@ chance over all quizzes and below the pass mark on every form of every lesson's 
 import pytest
 
 from course_utils import bank
+from course_utils.author import cue_solvers
+from course_utils.author.cue_solvers import MARGIN, SOLVERS, accuracy, chance, quiz_sets, table
 from course_utils.core import progress
 from course_utils.core.questions import Question
-from course_utils.course import cue_solvers
-from course_utils.course.cue_solvers import MARGIN, SOLVERS, accuracy, chance, quiz_sets, table
 
 SETS = quiz_sets()
 EVERY = [q for qs in SETS.values() for q in qs]

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from course_utils.course.stride_explorer import OPS, StrideExplorer, parse_ints, render_png
+from course_utils.learner.stride_explorer import OPS, StrideExplorer, parse_ints, render_png
 
 
 @pytest.fixture
@@ -160,7 +160,7 @@ def test_no_cell_number_overlaps_another_or_leaves_its_picture_and_small_storage
     elements is numbered (a 24-element storage once overlapped its numbers)."""
     import matplotlib.pyplot as plt
 
-    from course_utils.course.stride_explorer import storage_figure
+    from course_utils.learner.stride_explorer import storage_figure
     from course_utils.toolkit.layout import LABELLED_STORAGE, describe, plot_storage
     from course_utils.toolkit.plotstyle import too_small
 

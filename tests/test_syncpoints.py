@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from course_utils.labs import sync_lab
 from course_utils.labs.case_inputs import make_loop
-from course_utils.toolkit.syncpoints import KINDS, find_sync_points
+from course_utils.toolkit.syncs.finder import KINDS, find_sync_points
 from course_utils.toolkit.timing import sync
 
 
@@ -140,7 +140,7 @@ def test_empty_report_says_so():
 
 def test_active_watches_lists_the_running_watchers_outermost_first():
     from course_utils.toolkit.emulate.async_queue import AsyncDevice
-    from course_utils.toolkit.syncpoints import SyncWatch, active_watches
+    from course_utils.toolkit.syncs.finder import SyncWatch, active_watches
 
     assert active_watches() == ()
     with SyncWatch() as outer, AsyncDevice() as inner:

@@ -482,7 +482,7 @@ def test_course_watch_passes_the_script_output_and_exit_code_through(tmp_path):
 
 
 def test_the_report_comes_at_exit_when_the_script_raises(tmp_path, capsys):
-    from course_utils.toolkit.watch.watch_cli import run
+    from course_utils.toolkit.watch.command import run
 
     script, page = tmp_path / "train.py", tmp_path / "report.html"
     script.write_text(SCRIPT, encoding="utf-8")
@@ -506,7 +506,7 @@ def test_the_course_command_runs_watch(tmp_path, capsys):
 
 
 def test_find_sync_points_without_arguments_watches_what_the_function_creates():
-    from course_utils.toolkit.syncpoints import find_sync_points
+    from course_utils.toolkit.syncs.finder import find_sync_points
 
     def train():
         model = nn.Linear(3, 1)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from course_utils.toolkit.watch import watch
-from course_utils.toolkit.watch.watch_budget import Budget
+from course_utils.toolkit.watch.cost_budget import Budget
 
 
 class Ticks:

@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
 from course_utils.toolkit.watch import watch
-from course_utils.toolkit.watch.watch_losses import made_by, padded_tail, probability_rows
+from course_utils.toolkit.watch.loss_checks import made_by, padded_tail, probability_rows
 
 
 def watched(train, steps: int = 8) -> dict:

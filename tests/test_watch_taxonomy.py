@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from course_utils import drills
-from course_utils.toolkit.watch.watch_kinds import KINDS
+from course_utils.toolkit.watch.kinds import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from course_utils.course.widgets import FIT_CLASS, STYLE, Predict, bundle, fitted, row
+from course_utils.learner.reveal import Predict
+from course_utils.learner.widgets import FIT_CLASS, STYLE, bundle, fitted, row
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def test_predict_shows_a_stable_summary_and_refuses_an_answer_out_of_range():
 
 
 def test_the_stride_explorer_wraps_its_rows_and_keeps_its_pictures_aspect():
-    from course_utils.course.stride_explorer import StrideExplorer
+    from course_utils.learner.stride_explorer import StrideExplorer
 
     explorer = StrideExplorer((3, 4))
     left, picture = explorer.widget.children
@@ -74,7 +75,7 @@ def test_the_stride_explorer_wraps_its_rows_and_keeps_its_pictures_aspect():
 
 
 def test_the_learner_cannot_stop_or_reset_the_drill_clock():
-    from course_utils.course.drill_mode import DrillSession
+    from course_utils.learner.drilling.mode import DrillSession
 
     session = DrillSession(seed=5, count=1)
     session.widget()

@@ -1,5 +1,5 @@
 """The workshop tools without a hub: `course hub-config`'s files, the learner launcher
-(course_utils/course/hub.py prepare), `course collect` and `course grade --lms`'s CSV.
+(course_utils/jupyter/hub.py prepare), `course collect` and `course grade --lms`'s CSV.
 tests/test_hub.py runs them all on a real JupyterHub."""
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ import yaml
 from traitlets.config import Config
 
 from course_utils.cli import main
-from course_utils.course import collect, hub
 from course_utils.grader.batch import Graded, Options
 from course_utils.grader.gradebook import Row
 from course_utils.grader.judging import Verdict
 from course_utils.grader.lms import LmsFile
 from course_utils.grader.outputs import GradebookFiles
+from course_utils.instructor import collect
+from course_utils.jupyter import hub
 from tests.conftest import ROOT
 
 LAUNCHER = ROOT / "course_utils" / "course" / "hub.py"
@@ -32,14 +33,14 @@ LAUNCHER = ROOT / "course_utils" / "course" / "hub.py"
 def test_every_flavour_runs_the_launcher_in_the_course_environment(flavour):
     files = hub.config_files(flavour)
     text = "\n".join(files.values())
-    assert "course_utils/course/hub.py\", \"prepare\"" in text and "jupyterhub-singleuser" in text
+    assert "course_utils/jupyter/hub.py\", \"prepare\"" in text and "jupyterhub-singleuser" in text
     assert hub.START_URL in text and hub.FOLDER in text
     for name, body in files.items():
         if name.endswith(".py"):
             compile(body, name, "exec")
         elif name.endswith(".yaml"):
             single = yaml.safe_load(body)["singleuser"]
-            assert single["cmd"][1:3] == ["/opt/mps-detective/course_utils/course/hub.py", "prepare"]
+            assert single["cmd"][1:3] == ["/opt/mps-detective/course_utils/jupyter/hub.py", "prepare"]
             assert single["notebookDir"] == "~/mps-detective"
         elif name.endswith(".sh"):
             assert subprocess.run(["sh", "-n"], input=body, text=True).returncode == 0

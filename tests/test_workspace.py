@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from course_utils.core.errors import CourseError
-from course_utils.course.workspace import practice, practice_links, start_lesson, workspace_dir
+from course_utils.learner.workspace import practice, practice_links, start_lesson, workspace_dir
 from tests.conftest import ROOT
 
 
@@ -79,7 +79,7 @@ def test_the_workspace_is_ignored_by_git_so_running_a_lesson_there_leaves_the_ch
 def test_running_a_lesson_as_a_learner_leaves_git_status_clean(tmp_path, monkeypatch):
     """In a fresh clone: copy lesson 01 as `course start` does, run all its cells (its practice
     links make the exercise copy too), and git sees no change at all."""
-    from course_utils.course.execute import client
+    from course_utils.author.execute import client
 
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
@@ -135,7 +135,7 @@ def test_an_exercise_copy_under_the_older_name_keeps_being_the_learners_copy(cou
 
 
 def test_next_lesson_makes_the_learners_copies_and_links_to_the_lesson(course, monkeypatch):
-    from course_utils.course.workspace import next_lesson
+    from course_utils.learner.workspace import next_lesson
 
     lessons = course / "workspace" / "lessons"
     lessons.mkdir(parents=True)

@@ -63,7 +63,7 @@ class Exercise:
     (seeded by the checker); ``judge`` replaces the default comparison when behaviour, not a
     value, is graded (e.g. "raises an error naming both devices"). ``mutants`` are wrong answers
     learners really write: the test suite proves each one is rejected. ``equivalent`` names the
-    automatic mutants (``course_utils.course.mutation``) that compute the same as the reference on
+    automatic mutants (``course_utils.author.mutation``) that compute the same as the reference on
     every valid input, key -> a one-line reason. ``in_process_only`` says
     why only ``check()`` in the learner's own kernel can grade it (a judge that watches what the
     answer does inside its process); ``course grade`` then lists it as left out, with that reason.

@@ -3,7 +3,7 @@
 Choices are shown in an order fixed by a string seed, so the right answer is not always in the
 same position and every run shows the same order. A quiz holds two forms or more of each question,
 so a retry after the feedback (which shows the answers) asks the same ideas afresh. The widget
-that displays a quiz lives in ``course_utils.course.quiz``.
+that displays a quiz lives in ``course_utils.learner.quiz``.
 """
 
 from __future__ import annotations

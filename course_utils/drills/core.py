@@ -194,7 +194,7 @@ def shuffled_question(drill_id: str, prompt: str, right: str, wrong: tuple[str, 
 class Drill:
     """One spot-the-bug drill, declared once (lesson 07; lesson 08's timed drills reuse it).
 
-    ``id`` is "<category>.<name>"; ``question`` is a ``course_utils.course.quiz.Question`` (prompt,
+    ``id`` is "<category>.<name>"; ``question`` is a ``course_utils.learner.quiz.Question`` (prompt,
     choices in display order, ``answer`` index, ``why``); ``exercise`` names the graded fix in
     ``course_utils.bank.lesson07`` when there is one; ``source`` cites where the facts come from.
     """

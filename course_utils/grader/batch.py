@@ -282,10 +282,3 @@ def _run_all(subs, preps, blobs, sandbox: Sandbox, options: Options, done, tick)
     finally:
         bar.close()
     pool.shutdown(wait=True)
-
-
-def publish(graded: Graded, options: Options, out: Path, json_path: Path | None = None) -> str:
-    """Write the gradebook (CSV), the HTML report beside it and the JSON; return the text report."""
-    from course_utils.grader.outputs import GradebookFiles
-
-    return GradebookFiles(out, json_path).final(graded, options)

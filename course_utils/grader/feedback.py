@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from course_utils.core.files import write_atomically
-from course_utils.course.lessons import LESSONS
+from course_utils.learner.lessons import LESSONS
 
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "error": "raised an error",
                 "timeout": "ran out of time", "missing": "not found in your notebook",

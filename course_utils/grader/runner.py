@@ -46,7 +46,7 @@ def _inert(*args, **kwargs) -> None:
 
 def neutralise_checks() -> None:
     """``check``/``hint`` do nothing here: the grader, not the notebook, decides."""
-    import course_utils.course.checking as grading
+    import course_utils.learner.checking as grading
 
     for module in (sys.modules["course_utils"], grading):  # the package, loaded with its checking
         module.check = _inert

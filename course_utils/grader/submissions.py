@@ -28,9 +28,9 @@ from pathlib import Path
 
 from course_utils.core.check_calls import check_calls
 from course_utils.core.errors import CourseError
-from course_utils.course.workspace import parse_notebook
 from course_utils.grader.text import name_text
 from course_utils.grader.walk import MAX_DEPTH, MAX_ENTRIES, Skipped, walk  # noqa: F401 - re-exported
+from course_utils.learner.workspace import parse_notebook
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 READ_DEADLINE_S = 10.0

@@ -22,7 +22,7 @@ optimizer, token norms, rows trained on, shared storage, lost in-place writes). 
 measurements (the frozen check, the rules, the optional sentinel) are made with the sync watch
 paused; the logger's reads count, since the script asks for them. The checkpoints, ``scorecard``
 and ``fixed`` live in ``capstone_checks`` and are re-exported here. Lesson 08's stored outputs
-print where ``haunted`` syncs (``capstone.py:346``): a line added or removed above it moves that
+print where ``haunted`` syncs (``capstone.py:311``): a line added or removed above it moves that
 location (the run's helpers live below the scripts for that reason).
 """
 
@@ -39,43 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.labs.capstone_checks import *  # noqa: F403 - re-exported: checkpoints, fixed
+from course_utils.labs.capstone_data import CLASSES, LENGTH, POOL, SIGNALS, VOCAB, TagModel, tagged_sequences  # noqa: F401 - re-exported: the task
 from course_utils.labs.capstone_rules import Ledger, RuleWatch, device_of, global_forward_hooks
-
-VOCAB, LENGTH, CLASSES = 64, 12, 4
-POOL, SIGNALS = 4, 2  # each tag owns POOL signal tokens; a sequence holds SIGNALS of its tag's
-
-# --- the data and the model ------------------------------------------------------------------------
-
-
-def tagged_sequences(n: int, seed: int, sort: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` sequences of LENGTH token ids and their tags: SIGNALS tokens from the tag's own pool,
-    the rest noise, in random positions. ``sort`` groups the rows by tag, as files often arrive."""
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.arange(n) % CLASSES
-    if sort:
-        labels = labels.sort().values
-    ids = torch.randint(CLASSES * POOL, VOCAB, (n, LENGTH), generator=g)
-    ids[:, :SIGNALS] = labels[:, None] * POOL + torch.randint(0, POOL, (n, SIGNALS), generator=g)
-    order = torch.rand(n, LENGTH, generator=g).argsort(dim=1)
-    return ids.gather(1, order), labels
-
-
-class TagModel(nn.Module):
-    """Token ids -> tag logits: mean of the token embeddings, a residual MLP block, a linear head."""
-
-    def __init__(self, vocab: int = VOCAB, classes: int = CLASSES, dim: int = 16, hidden: int = 32,
-                 max_norm: float | None = None):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim, max_norm=max_norm)
-        self.up = nn.Linear(dim, hidden)
-        self.down = nn.Linear(hidden, dim)
-        self.head = nn.Linear(dim, classes)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        h = self.embed(ids).mean(dim=1)
-        h = h + self.down(torch.relu(self.up(h)))
-        return self.head(h)
-
 
 # --- the lab ---------------------------------------------------------------------------------------
 
@@ -247,10 +212,10 @@ class LabRun:
         return self
 
     def _enter(self, stack: contextlib.ExitStack) -> None:
-        from course_utils.toolkit import syncpoints
         from course_utils.toolkit.emulate.inplace import mps_inplace_bug
         from course_utils.toolkit.emulate.mps_fallback import EmulatedFallbackWarning
-        from course_utils.toolkit.syncpoints import SyncWatch
+        from course_utils.toolkit.syncs import finder as syncpoints
+        from course_utils.toolkit.syncs.finder import SyncWatch
         from course_utils.toolkit.timing import one_thread
 
         stack.enter_context(one_thread())

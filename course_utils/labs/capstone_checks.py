@@ -16,15 +16,13 @@ of this module.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from course_utils.labs.capstone_data import TagModel
 from course_utils.labs.capstone_rules import NORM_LIMIT
-
-if TYPE_CHECKING:
-    from course_utils.labs.capstone import Lab
 
 __all__ = ["CHECKPOINTS", "CHECKS", "LOSS_LIMIT", "SYNCS_PER_STEP", "check_fallback", "check_frozen",
            "check_loss", "check_rules", "check_syncs", "checkpoints", "clip_rows_", "evidence", "fixed",
@@ -44,9 +42,8 @@ def clip_rows_(table: torch.Tensor, max_norm: float = 1.0) -> None:
     table.mul_((max_norm / (table.norm(dim=1, keepdim=True) + 1e-7)).clamp(max=1.0))
 
 
-def fixed(lab: Lab) -> dict:
+def fixed(lab) -> dict:
     """The same script with its five bugs fixed (the capstone's reference solution)."""
-    from course_utils.labs.capstone import TagModel  # at call time: capstone imports this module
 
     torch.manual_seed(lab.seed)
     ids, labels = lab.dataset()
@@ -88,7 +85,7 @@ def _same(a: dict, b: dict) -> bool:
         return False
 
 
-def evidence(report: Any, lab: Lab) -> dict | str:
+def evidence(report: Any, lab) -> dict | str:
     """What the lab measured for the script's run (its last run in ``lab``), or what is wrong: the
     returned report is never the evidence, it must only be the one ``run.report()`` gave."""
     r = _as_report(report)
@@ -105,7 +102,7 @@ def evidence(report: Any, lab: Lab) -> dict | str:
     return measured
 
 
-def check_rules(r: dict, lab: Lab) -> str | None:
+def check_rules(r: dict, lab) -> str | None:
     """The task's rules, on what the lab measured (``r``): None, or the first rule broken."""
     rules = r.get("rules") or {}
     if not rules.get("tag_model"):
@@ -140,14 +137,14 @@ def check_rules(r: dict, lab: Lab) -> str | None:
     return None
 
 
-def _evidence_and_rules(report: Any, lab: Lab) -> dict | str:
+def _evidence_and_rules(report: Any, lab) -> dict | str:
     r = evidence(report, lab)
     if isinstance(r, str):
         return r
     return check_rules(r, lab) or r
 
 
-def check_loss(report: Any, lab: Lab) -> str | None:
+def check_loss(report: Any, lab) -> str | None:
     """Checkpoint 1: held-out loss at most LOSS_LIMIT within the lab's steps, on the affected Mac."""
     r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
@@ -160,7 +157,7 @@ def check_loss(report: Any, lab: Lab) -> str | None:
     return None
 
 
-def check_frozen(report: Any, lab: Lab) -> str | None:
+def check_frozen(report: Any, lab) -> str | None:
     """Checkpoint 2: no parameter that receives gradients stays bit-identical, every parameter the
     reference trains is trained (none frozen by requires_grad, left out of the optimizer, stepped
     with lr 0 or with its gradient cleared), and no in-place write is lost (affected Mac, emulated)."""
@@ -182,7 +179,7 @@ def check_frozen(report: Any, lab: Lab) -> str | None:
     return None
 
 
-def check_fallback(report: Any, lab: Lab) -> str | None:
+def check_fallback(report: Any, lab) -> str | None:
     """Checkpoint 3: the forward stays on the device: no op falls back, no tensor goes to the host."""
     r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
@@ -199,7 +196,7 @@ def check_fallback(report: Any, lab: Lab) -> str | None:
     return None
 
 
-def check_syncs(report: Any, lab: Lab) -> str | None:
+def check_syncs(report: Any, lab) -> str | None:
     """Checkpoint 4: at most SYNCS_PER_STEP host reads of device values per step, on average."""
     r = _evidence_and_rules(report, lab)
     if isinstance(r, str):
@@ -215,13 +212,13 @@ def check_syncs(report: Any, lab: Lab) -> str | None:
 CHECKS = {"loss": check_loss, "frozen": check_frozen, "fallback": check_fallback, "syncs": check_syncs}
 
 
-def checkpoints(report: Any, lab: Lab) -> dict[str, str | None]:
+def checkpoints(report: Any, lab) -> dict[str, str | None]:
     """Every checkpoint's verdict on a script's run in ``lab`` (``report`` is what the script
     returned): None where it passes, else what is wrong."""
     return {name: check(report, lab) for name, check in CHECKS.items()}
 
 
-def scorecard(report: Any, lab: Lab) -> str:
+def scorecard(report: Any, lab) -> str:
     """The checkpoints as lines of text: ✔ or ✘, the name, and what is wrong."""
     lines = []
     for name, problem in checkpoints(report, lab).items():

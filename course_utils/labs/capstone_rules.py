@@ -24,13 +24,12 @@ from __future__ import annotations
 import contextlib
 import copy
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from course_utils.labs.capstone import Lab, LabRun
+from course_utils.labs.capstone_data import LENGTH, TagModel, tagged_sequences
 
 NORM_LIMIT = 1.0 + 1e-4  # "token vectors kept within norm 1", with room for float rounding
 
@@ -83,8 +82,7 @@ class RuleWatch:
     """The rule measurements of one run (``LabRun`` calls it at enter, around each forward, and
     when it measures)."""
 
-    def __init__(self, run: LabRun):
-        from course_utils.labs.capstone import TagModel
+    def __init__(self, run):
 
         self.run = run
         lab, model, optimizer = run.lab, run.model, run.optimizer
@@ -121,9 +119,8 @@ class RuleWatch:
                 if out.numel():
                     self.token_norms.append(torch.linalg.vector_norm(out.float(), dim=-1).amax())
 
-    def _foreign_rows(self, lab: Lab) -> tuple[int, int, list[int]]:
+    def _foreign_rows(self, lab) -> tuple[int, int, list[int]]:
         """(rows not in the training data, rows seen, rows per forward)."""
-        from course_utils.labs.capstone import LENGTH, tagged_sequences
 
         train = tagged_sequences(lab.n_train, lab.seed, sort=True)[0]
         foreign = seen = 0

@@ -7,7 +7,7 @@
 - ``audit(obj)``: the non-contiguous parameters, buffers, gradients and optimizer-state tensors of
   an ``nn.Module`` or a ``torch.optim.Optimizer`` (lesson 06 uses it on the frozen encoder).
 
-The interactive ``StrideExplorer`` lives in ``course_utils.course.stride_explorer``; the paper's two
+The interactive ``StrideExplorer`` lives in ``course_utils.learner.stride_explorer``; the paper's two
 experiments, scaled down (R56 in references.md), in ``course_utils.labs.layout_paper``.
 """
 

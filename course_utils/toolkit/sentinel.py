@@ -184,7 +184,7 @@ class Sentinel:
                              f"{self.patience} checks in a row: its updates never land")
 
     def _visible(self, i: int) -> bool:
-        from course_utils.toolkit.watch.watch_trends import visible_fraction
+        from course_utils.toolkit.watch.trends import visible_fraction
 
         p, name = self.params[i], type(self.optimizer).__name__
         state = getattr(self.optimizer, "state", {}).get(p)  # Adam's own step size, where it keeps one

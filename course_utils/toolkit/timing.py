@@ -29,7 +29,7 @@ from torch.utils.benchmark import Timer
 
 from course_utils.core.glyphs import glyph
 from course_utils.toolkit.plotstyle import DPI, SMALL
-from course_utils.toolkit.syncpoints import note_sync
+from course_utils.toolkit.syncs.finder import note_sync
 
 MARK = glyph("timer")  # "time" instead where fonts lack the emoji (core/glyphs.py)
 

@@ -64,8 +64,8 @@ def lesson_rows() -> list[tuple[str, str, str, bool]]:
     import os
     import shutil
 
+    from course_utils.author.execute import execute_notebook
     from course_utils.bootstrap import scratch_env
-    from course_utils.course.execute import execute_notebook
 
     os.environ.update(scratch_env())
     rows = []

@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
 
     from course_utils import drills
-    from course_utils.course.drill_scoring import clock_text, time_limit
+    from course_utils.learner.drilling.scoring import clock_text, time_limit
 
     pool = {d.id for d in drills.timed_pool()}
     everything = drills.all_drills()

@@ -211,7 +211,7 @@ def overhead(tool: str, kind: str, blocks: int = 30, block: int = 20) -> float:
     loss_fn = nn.CrossEntropyLoss()
     on, off, backward = (lambda: None), (lambda: None), (lambda loss, step: loss.backward())
     if tool == "watch":
-        from course_utils.toolkit.watch.watch_core import Watcher
+        from course_utils.toolkit.watch.watcher import Watcher
 
         watcher = Watcher(verbose=False).install()
         on, off = watcher.resume, watcher.pause

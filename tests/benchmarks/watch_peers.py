@@ -76,7 +76,7 @@ def after_optimizer_init(callback) -> None:
 
 
 def glue_watch(script: str) -> dict:
-    from course_utils.toolkit.watch.watch_core import Watcher
+    from course_utils.toolkit.watch.watcher import Watcher
 
     watcher = Watcher(verbose=False).install()
     error = run_script(script)

@@ -22,8 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_utils.course.authoring import strip_outputs
-from course_utils.course.hub import course_environment
+from course_utils.author.authoring import strip_outputs
+from course_utils.jupyter.hub import course_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -145,7 +145,7 @@ def test_the_readme_lab_takes_a_learner_from_lesson_00_onwards_with_course_worki
         assert page.evaluate(f"() => {NOTEBOOK}.context.path") == LESSON_00
         copy = tmp_path / "workspace" / LESSON_00
         sources = [c.source for c in nbformat.read(copy, as_version=4).cells]
-        quiz = next(i for i, s in enumerate(sources) if s.startswith("from course_utils.course.quiz"))
+        quiz = next(i for i, s in enumerate(sources) if s.startswith("from course_utils.learner.quiz"))
         last = len(sources) - 1
         assert 'next_lesson("01")' in sources[last], "lesson 00 ends with its link to lesson 01"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.course.drill_mode import START
+from course_utils.learner.drilling.mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT, SCREENSHOTS
 from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
 from tests.e2e.viewports import check_viewports, diff_problems
@@ -167,10 +167,10 @@ def test_stride_explorer_redraws_for_an_op_and_undo_and_reset_restore_it(run_les
 @pytest.mark.lesson("07_training_bugs.ipynb")
 def test_bug_card_gates_on_a_hypothesis_grades_runs_and_reveals_the_fix(run_lesson):
     from course_utils.core.questions import plain
-    from course_utils.course.bugcard import LETTERS  # imports torch: only when the test runs
-    from course_utils.course.bugcard import card as bug_card
-    from course_utils.course.code_diff import FixDiff
-    from course_utils.course.worked import SHOW
+    from course_utils.learner.bugcard import LETTERS  # imports torch: only when the test runs
+    from course_utils.learner.bugcard import card as bug_card
+    from course_utils.learner.code_diff import FixDiff
+    from course_utils.learner.worked import SHOW
 
     page = run_lesson("07_training_bugs.ipynb").page
     card = page.locator(".jp-OutputArea-output .widget-vbox").filter(

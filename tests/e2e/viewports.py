@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from course_utils.course.widgets import FIT_CLASS
+from course_utils.learner.widgets import FIT_CLASS
 
 VIEWPORTS = ({"width": 1280, "height": 800}, {"width": 900, "height": 900})
 WIDGET_SHOTS = 4  # widgets kept as screenshots per lesson, at the narrowest size
@@ -97,7 +97,7 @@ NARROW = {"width": 640, "height": 900}  # narrower than any course page: the lon
 def diff_problems(page, sizes=(*VIEWPORTS, NARROW)) -> tuple[dict[str, list[str]], int]:
     """At each size, the diffs shown whose lines wrap (a visual line without its marker), and how
     many diffs were wider than their box somewhere (so the check met a line that could wrap)."""
-    from course_utils.course.code_diff import DIFF_CLASS
+    from course_utils.learner.code_diff import DIFF_CLASS
 
     found, overflowed = {}, 0
     for size in sizes:

@@ -10,7 +10,7 @@ from collections import Counter
 from course_utils.core.exercise import Case, Exercise, patched
 from course_utils.labs.case_inputs import make_loop
 from course_utils.labs.sync_lab import loop_data
-from course_utils.toolkit.syncpoints import find_sync_points
+from course_utils.toolkit.syncs.finder import find_sync_points
 
 
 def sync_lines(loop, *args) -> dict[int, int]:

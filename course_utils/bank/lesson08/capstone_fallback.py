@@ -44,9 +44,9 @@ EXERCISE = Exercise(
         "keeps max_norm=1.0": broken(  # and so no clip_rows_, before the loop or after each step
             ("TagModel()", "TagModel(max_norm=1.0)"), ("clip_rows_(model.embed.weight)  #", "pass  #"),
             ("optimizer.step()\n            clip_rows_(model.embed.weight)", "optimizer.step()")),
-        "renorms the table on the CPU inside the forward": broken(("import TagModel", (
-            "import TagModel\n"
-            "    from course_utils.bank.lesson08.capstone_fallback import CpuRenormModel as TagModel"))),
+        "renorms the table on the CPU inside the forward": broken(("model = TagModel()", (
+            "from course_utils.bank.lesson08.capstone_fallback import CpuRenormModel as TagModel\n"
+            "    model = TagModel()"))),
     },
     equivalent={**EQUIVALENT, **loss_only("no fallback in the forward")},
     alternatives=ALTERNATIVES,

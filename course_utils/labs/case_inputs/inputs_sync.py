@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.labs.sync_lab import classifier_head, pooled_batches
-from course_utils.toolkit.sync_watch import function_kind, tensors_in
+from course_utils.toolkit.syncs.host_reads import function_kind, tensors_in
 
 # --- 03: a deterministic asynchronous device ---------------------------------------------------
 

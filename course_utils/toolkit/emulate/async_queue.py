@@ -19,7 +19,7 @@ host. It watches the thread that opened it (PyTorch's modes are per thread).
 
 What is not emulated: the device's speed (kernels run on this CPU), separate device memory, and
 a separate random generator (queued random ops draw from torch's default generator in queue order).
-The sync points it waits at are the ones ``course_utils.toolkit.syncpoints`` finds; the two share one watcher.
+The sync points it waits at are the ones ``toolkit.syncs.finder`` finds; the two share one watcher.
 What a launch computes before its kernel runs (output shapes from meta kernels) is in ``meta_specs``.
 """
 
@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from course_utils.toolkit.emulate.meta_specs import flat, launch_results, out_variant, output_specs
-from course_utils.toolkit.sync_watch import SyncWatch, active_watches, note_sync
+from course_utils.toolkit.syncs.host_reads import SyncWatch, active_watches, note_sync
 
 _METADATA_MUTATORS = frozenset({"set_", "resize_", "resize_as_", "_resize_output_", "detach_"})
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from course_utils.toolkit.watch.watch_core import Watcher
-from course_utils.toolkit.watch.watch_findings import KINDS, Finding
+from course_utils.toolkit.watch.findings import KINDS, Finding
+from course_utils.toolkit.watch.watcher import Watcher
 
 __all__ = ["KINDS", "Finding", "Watcher", "main", "watch"]
 
@@ -35,6 +35,6 @@ def watch(*, verbose: bool = True, deep_every: int | None = None, **options):
 
 def main(argv: list[str] | None = None) -> int:
     """``course watch script.py [args...]``."""
-    from course_utils.toolkit.watch.watch_cli import main as cli_main
+    from course_utils.toolkit.watch.command import main as cli_main
 
     return cli_main(argv)

@@ -2,6 +2,6 @@
 
 import sys
 
-from course_utils.toolkit.watch.watch_cli import main
+from course_utils.toolkit.watch.command import main
 
 sys.exit(main())
