@@ -95,7 +95,8 @@ def test_a_second_run_rewrites_nothing_that_only_varies_and_everything_that_chan
         code("import ipywidgets\nipywidgets.IntSlider()", "widget"),
         code("import numpy as np, matplotlib.pyplot as plt\nplt.figure(figsize=(2, 2))\n"
              "plt.imshow(np.random.rand(8, 8)); plt.show()", "plot"),
-        code("print(open('value.txt').read())", "value"))
+        code("print(open('value.txt').read())", "value"),
+        code("import time\nprint(time.time_ns())", "clock", "nbval-ignore-output"))
     execute_notebook(path)
     first = path.read_bytes()
     stored = nbformat.read(path, as_version=4)
