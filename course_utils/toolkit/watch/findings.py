@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import site
 import sys
 import sysconfig
 import types
@@ -45,6 +46,17 @@ class Site:
 UNKNOWN = Site("", 0)
 
 
+def _installed_dirs() -> tuple[str, ...]:
+    """Where installed packages live (site-packages): a library's code there is not the user's to fix."""
+    found = set(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    try:
+        found.update(site.getsitepackages())
+        found.add(site.getusersitepackages())
+    except AttributeError:  # an embedded or virtualenv-patched site module
+        pass
+    return tuple(os.path.abspath(d) + os.sep for d in sorted(found) if d)
+
+
 def _internal_prefixes() -> tuple[str, ...]:
     here = os.path.dirname(os.path.abspath(__file__))
     package = os.path.dirname(os.path.dirname(here))  # course_utils/
@@ -52,7 +64,11 @@ def _internal_prefixes() -> tuple[str, ...]:
         os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
         package + os.sep,
         os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep,
+        *_installed_dirs(),
     )
+
+
+_LIBRARY_PARTS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 _PREFIXES = _internal_prefixes()
@@ -63,13 +79,16 @@ def _is_internal(code) -> bool:
     hit = _INTERNAL.get(code)
     if hit is None:
         name = code.co_filename
-        hit = name.startswith(("<frozen", "<string>")) or os.path.abspath(name).startswith(_PREFIXES)
+        path = os.path.abspath(name)
+        hit = (name.startswith(("<frozen", "<string>")) or path.startswith(_PREFIXES)
+               or any(part in path for part in _LIBRARY_PARTS))
         _INTERNAL[code] = hit
     return hit
 
 
 def user_frame(skip: int = 1):
-    """The innermost calling frame outside torch, course_utils and the standard library (or None)."""
+    """The innermost calling frame outside torch, course_utils, the standard library and installed
+    libraries (site-packages: torchvision's transforms, a trainer library) (or None)."""
     frame = sys._getframe(skip)
     while frame is not None and _is_internal(frame.f_code):
         frame = frame.f_back
