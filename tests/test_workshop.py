@@ -26,7 +26,7 @@ from course_utils.instructor import collect
 from course_utils.jupyter import hub
 from tests.conftest import ROOT
 
-LAUNCHER = ROOT / "course_utils" / "course" / "hub.py"
+LAUNCHER = ROOT / "course_utils" / "jupyter" / "hub.py"
 
 
 @pytest.mark.parametrize("flavour", hub.FLAVOURS)

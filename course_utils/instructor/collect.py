@@ -1,5 +1,5 @@
 """``course collect``: the instructor copies each learner's exercise notebooks into a class folder,
-ready for ``course grade`` (after a workshop on JupyterHub, see ``course.hub``).
+ready for ``course grade`` (after a workshop on JupyterHub, see ``jupyter.hub``).
 
 Each path given is a learner's home, or a folder of homes such as ``/home`` (each folder in it that
 holds a workspace is a learner, named by the folder; ``--strip-prefix jupyter-`` drops TLJH's user

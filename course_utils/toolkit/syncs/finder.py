@@ -15,7 +15,7 @@ from them: the tool follows them op by op. Tensors made inside ``fn`` by factori
 (``course_utils.toolkit.emulate.async_queue``)
 uses the same watcher and really waits at each point.
 
-The parts: ``sync_watch`` (what counts as a sync, and the watcher), ``sync_report`` (the report and
+The parts: ``host_reads`` (what counts as a sync, and the watcher), ``listing`` (the report and
 the user's line); their public names are importable from here too. The generated loops that
 03.sync_lines practises on are case inputs (``course_utils.labs.case_inputs.make_loop``).
 """

@@ -4,7 +4,7 @@ follows device tensors through every op and notices each host read of one.
 ``function_kind`` and ``dispatch_kind`` classify a Python-level torch call and an aten op into one
 of ``KINDS`` (or None: it can stay queued). ``SyncWatch`` runs a ``TorchFunctionMode`` and a
 ``TorchDispatchMode`` and records each host read in its ``SyncReport``; ``find_sync_points``
-(``syncpoints``) uses it as is, the emulated asynchronous device subclasses it.
+(``finder``) uses it as is, the emulated asynchronous device subclasses it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What ``find_sync_points`` reports (lesson 03): each sync point's kind and the user's line.
 
 ``user_location()`` is the innermost calling frame outside torch, the standard library and the
-sync-point tool itself (this module, ``sync_watch``, ``syncpoints``, ``timing`` and ``emulate``);
+sync-point tool itself (this package, ``timing`` and ``emulate``);
 in a notebook its file is "cell". ``SyncReport`` lists the points in order and groups them by
 kind and line.
 """

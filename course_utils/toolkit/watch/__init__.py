@@ -9,10 +9,11 @@ few sampled steps), so nothing in the training code changes. Each finding says w
 where (the user's file:line), why it matters and the fix; it prints once, as it appears, and again
 in the report at exit (``--json``, ``--html`` for sharing).
 
-The parts: ``watch_core`` (the hooks and the schedule), ``watch_models`` (models, coverage, modes),
-``watch_params`` (per-step numbers: gradients, updates, learning rate, loss), ``watch_ops`` and
-``watch_deep`` (op level: broadcasting, NaN, syncs, copies, fallbacks, memory), ``watch_findings``
-(kinds, the user's line), ``watch_render`` (console, JSON, HTML), ``watch_cli`` (the command).
+The parts: ``watcher`` (the hooks and the schedule), ``cost_budget`` (the watcher's own share of
+the run), ``models`` (models, coverage, modes), ``params`` (per-step numbers: gradients, updates,
+learning rate, loss), ``ops`` and ``deep`` (op level: broadcasting, NaN, syncs, copies, fallbacks,
+memory), ``loss_checks`` and ``copies`` (what the loss receives, copies of a model), ``findings``
+(kinds, the user's line), ``render`` (console, JSON, HTML), ``command`` (the command).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ optimizer included) and record: host reads of device values (``.item()``, ``.cpu
 built on the host (factories without ``device=``, numpy-backed tensors) and their copies to the
 training device, loss-side broadcasting ((B, 1) against (B,)), the first op whose output is NaN or
 Inf from finite inputs, graph cuts (``.detach()`` of a tensor that requires grad), ops that always
-fall back on a Mac, and the tensors each step allocates (``watch_deep`` judges which stay alive).
+fall back on a Mac, and the tensors each step allocates (``deep`` judges which stay alive).
 
 On a CPU-only machine "device" tensors are those of the training device: the models' parameters
 and buffers, ``.to(device)`` results and everything computed from them (as ``find_sync_points``).

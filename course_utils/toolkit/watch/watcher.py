@@ -5,12 +5,12 @@ Hooks: module/parameter registration (where each layer was made), global forward
 modules are models: only during the first step and the deep windows), optimizer step pre/post
 hooks (the step boundaries), ``torch.autograd.backward`` wrapped (which tensor is the loss: PyTorch
 has no global pre-backward hook), and, in deep windows only, a TorchFunctionMode and a
-TorchDispatchMode (``watch_ops``).
+TorchDispatchMode (``ops``).
 
-Schedule: cheap checks (``watch_params``) on steps 1..10 and every 16th step after; deep windows on
+Schedule: cheap checks (``params``) on steps 1..10 and every 16th step after; deep windows on
 steps 1..3, then spaced so their measured extra time stays near ``budget`` (2%) of the run, and on
 the step after a non-finite value or a gradient spike; all of it within the run's cost budget
-(``watch_budget``: windows and checks wait, or are cut, when they cost more). ``deep_every=1``
+(``cost_budget``: windows and checks wait, or are cut, when they cost more). ``deep_every=1``
 watches every step deeply, with no budget.
 """
 
