@@ -1,10 +1,29 @@
 """The kinds of finding ``course watch`` reports: a title, a severity (bug, perf, info), why it
-matters and the usual fix."""
+matters and the usual fix. ``KINDS`` is the registry every finding is rendered from;
+``kinds_table()`` is the list in docs/watch.md (a test keeps the two the same, and proves each
+kind is exercised by a unit test or a benchmark pair).
+
+    python -m course_utils.toolkit.watch.kinds     # print the table for docs/watch.md
+"""
 
 from __future__ import annotations
 
-# kind -> (title, severity, why it matters, the usual fix)
-KINDS: dict[str, tuple[str, str, str, str]] = {
+from typing import NamedTuple
+
+SEVERITIES = ("bug", "perf", "info")
+
+
+class Kind(NamedTuple):
+    """One kind of finding."""
+
+    title: str
+    severity: str  # one of SEVERITIES
+    why: str  # why it matters
+    fix: str  # the usual fix
+
+
+# kind -> (title, severity, why it matters, the usual fix), made into Kind records below
+_FIELDS: dict[str, tuple[str, str, str, str]] = {
     "not in optimizer": (
         "trainable parameter no optimizer holds",
         "bug",
@@ -211,3 +230,19 @@ KINDS: dict[str, tuple[str, str, str, str]] = {
     ),
     "note": ("note", "info", "", ""),
 }
+
+KINDS: dict[str, Kind] = {name: Kind(*fields) for name, fields in _FIELDS.items()}
+
+
+def kinds_table() -> str:
+    """The Markdown list of every kind (docs/watch.md), in the registry's order."""
+    lines = ["| kind | severity | what it means | the usual fix |", "|---|---|---|---|"]
+    for name, kind in KINDS.items():
+        if name != "note":
+            cells = [f"`{name}`", kind.severity, kind.title, kind.fix]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(kinds_table())
