@@ -341,3 +341,13 @@ def test_a_linear_keeping_grad_keeps_its_stale_gradient_through_copies_and_pickl
         assert torch.equal(p, q) and torch.equal(p.grad, q.grad) and q.grad is not p.grad
     assert copied_optimizer.param_groups[0]["params"][0] is copied.weight  # still the copy's own
     assert trip(LinearKeepingGrad(2, 2)).weight.grad is None
+
+
+def test_a_fix_that_changes_nothing_is_refused_when_the_drill_is_declared():
+    """FIXED = BUGGY.replace(old, new) with an ``old`` that matches nothing (it spans a comment, say)
+    would leave the fix equal to the bug: the declaration says so at once."""
+    import dataclasses
+
+    drill = ALL[0]
+    with pytest.raises(ValueError, match="the fixed code is the buggy code"):
+        dataclasses.replace(drill, fixed_code=drill.buggy_code + "\n# a comment only\n")

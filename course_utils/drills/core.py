@@ -223,6 +223,9 @@ class Drill:
         # A comment in the code a learner must read could name the bug: the buggy version shows
         # none (and runs as shown, so line numbers agree); the fixed version may explain the fix.
         object.__setattr__(self, "buggy_code", without_comments(self.buggy_code))
+        if _statements(self.fixed_code) == _statements(self.buggy_code):
+            raise ValueError(f"drill {self.id}: the fixed code is the buggy code (a FIXED = "
+                             "BUGGY.replace(old, new) whose `old` matched nothing?)")
 
     @property
     def forms(self) -> int:
@@ -276,6 +279,11 @@ class Drill:
         if self.emulated:
             lines.append(_labelled("emulated:", self.emulated))
         return "\n".join(lines)
+
+
+def _statements(source: str) -> list[str]:
+    """The code's non-blank lines without comments or trailing spaces (what a fix must change)."""
+    return [line.rstrip() for line in without_comments(source).splitlines() if line.strip()]
 
 
 def without_comments(source: str) -> str:
