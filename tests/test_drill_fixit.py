@@ -118,3 +118,13 @@ def test_the_terminal_takes_a_pasted_fix_with_f(in_process):
     text = out.getvalue()
     assert "f = fix the code" in text and "fix accepted" in text
     assert session.results[0].fixed is True and session.results[0].choice == "fix"
+
+
+def test_each_drills_own_dodges_are_in_its_mutant_table_and_name_fix_it_drills():
+    from course_utils.drills.fixit_cases import DODGES
+
+    ids = {d.id for d in FIXIT}
+    assert set(DODGES) <= ids, set(DODGES) - ids
+    for drill_id, dodges in DODGES.items():
+        labels = {label for label, _ in fix_mutants.mutants(drills.get(drill_id), [], [])}
+        assert {label for label, _, _ in dodges} <= labels

@@ -155,6 +155,18 @@ def mutants(drill: Drill, names: list[str], results: list[str] | None = None) ->
         yield "torch.no_grad() around the work", ast.unparse(wrapped)
     hidden = _wrap_work(_parse(drill.buggy_code), "try:")
     yield "the buggy code with its error hidden in try/except", ast.unparse(hidden)
+    yield from dodges(drill)
+
+
+def dodges(drill: Drill) -> Iterator[tuple[str, str]]:
+    """The drill's own degenerate edits (``fixit_cases.DODGES``): edits of its buggy code that a
+    learner might try to silence the symptom without fixing the bug (lr=0, a mask of all ones...)."""
+    from course_utils.drills.fixit_cases import DODGES
+
+    for label, old, new in DODGES.get(drill.id, ()):
+        if old not in drill.buggy_code:
+            raise ValueError(f"{drill.id}: the dodge {label!r} edits {old!r}, not in the buggy code")
+        yield label, drill.buggy_code.replace(old, new)
 
 
 def score(drill: Drill) -> list[tuple[str, str, bool, str]]:

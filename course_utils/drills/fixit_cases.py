@@ -30,6 +30,17 @@ def loss_not_worse(slack: float = 0.25):
     return job
 
 
+def every_sample_seen(job=None):
+    """A job check: the epoch's batches (``sizes``) cover every one of the ``x`` samples (dropping
+    the awkward last batch hides the bug instead of fixing it); then ``job``, if given."""
+    def check(run: CodeRun, ref: CodeRun) -> str | None:
+        seen, total = sum(run.get("sizes") or []), len(ref["x"])
+        if seen != total:
+            return f"the epoch trains on {seen} of the {total} samples: every sample must be used"
+        return job(run, ref) if job else None
+    return check
+
+
 FIXIT: dict[str, dict] = {
     "gradients.plain_list_of_layers": {
         "other_fixes": (("self.blocks = [nn.Linear(width, width) for _ in range(depth)]",
@@ -58,7 +69,7 @@ FIXIT: dict[str, dict] = {
     "losses.squeeze_batch_of_one": {
         "other_fixes": (("logits = model(xb).squeeze()", "logits = model(xb).view(-1)"),
                         ("logits = model(xb).squeeze()", "logits = model(xb)[:, 0]")),
-        "job": loss_not_worse(),
+        "job": every_sample_seen(loss_not_worse()),
     },
     "memory.eval_keeps_graph": {
         "other_fixes": (("outputs = [model(x) for x in val_batches]",
@@ -82,6 +93,14 @@ FIXIT: dict[str, dict] = {
                          "loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:])"),),
         "job": loss_not_worse(),
     },
+}
+
+# Each drill's own degenerate edits, beside the automatic ones: (label, old, new) replacements in
+# the buggy code that silence the symptom without fixing the bug; each must be rejected.
+DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "losses.squeeze_batch_of_one": (
+        ("drop the last, one-sample batch", "batch_size=8)", "batch_size=8, drop_last=True)"),
+    ),
 }
 
 # Automatic edits that change nothing the drill computes, with the reason (``course mutants --drills``
