@@ -57,6 +57,7 @@ _COPIES = {torch.Tensor.to, torch.Tensor.cuda} | (
     {torch.Tensor.mps} if hasattr(torch.Tensor, "mps") else set()
 )
 _CUTS = {torch.Tensor.detach, torch.Tensor.detach_}
+SETUP_CALLS = 2048  # torch calls of the set-up (before any model's forward) watched op by op
 _UNINITIALIZED = {
     getattr(torch.ops.aten, n)
     for n in ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_", "set_")
@@ -95,6 +96,8 @@ class OpWatch(Window):
         self.cut = False  # the window outgrew the budget: calls pass through until a safe point
         self.deadline = math.inf  # the budget clock's reading at which the open window is cut
         self._calls = 0
+        self.parked = False  # the set-up's share of op-by-op watching is used: wait for a model
+        self._leaving = False  # a profile hook waits to leave the modes (``leave_soon``)
 
     # --- window -------------------------------------------------------------------------------------
     @property
@@ -161,15 +164,24 @@ class OpWatch(Window):
 
     # --- the function mode --------------------------------------------------------------------------
     def over_budget(self) -> bool:
-        """Every 64th call: has the open window used what the budget left it? Then it is cut."""
+        """Every 64th call: has the open window used what the budget left it? Then it is cut. Has
+        the set-up (no model yet) made ``SETUP_CALLS`` torch calls? Then the window is parked
+        until a model's first forward. Either way the modes are left at the next chance."""
         self._calls += 1
-        if self._calls & 63 or self.watcher.cost.clock() <= self.deadline:
+        if self._calls & 63:
             return False
-        self.cut = True
+        if not self.watcher.models.roots and self._calls > SETUP_CALLS:
+            self.parked = True
+        elif self.watcher.cost.clock() > self.deadline:
+            self.cut = True
+        else:
+            return False
+        self.leave_soon()
         return True
 
     def on_function(self, func, args: tuple, kwargs: dict):
-        if self.broken or self.paused or self.cut or self.watcher.in_step or self.over_budget():
+        idle = self.broken or self.paused or self.cut or self.parked or self.watcher.in_step
+        if idle or self.over_budget():
             return func(*args, **kwargs)  # the optimizer's calls: nothing to see here
         try:
             frame, site, direct, training = self._before_function(func, args, kwargs)
@@ -265,7 +277,7 @@ class OpWatch(Window):
 
     # --- the dispatch mode --------------------------------------------------------------------------
     def on_dispatch(self, func, args: tuple, kwargs: dict):
-        if self.broken or self.paused or self.cut or self.over_budget():
+        if self.broken or self.paused or self.cut or self.parked or self.over_budget():
             return func(*args, **kwargs)
         frame = self._frame or user_frame(2)
         out = call_as_user(func, args, kwargs, frame) if not self.watcher.in_step else func(*args, **kwargs)

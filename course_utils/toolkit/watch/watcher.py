@@ -212,7 +212,10 @@ class Watcher(Verdicts, Schedule):
 
     @_guarded
     def on_root(self, root) -> None:
-        """A model was found: its tensors are the device's; the window of the set-up counts from here."""
+        """A model was found: its tensors are the device's; the window of the set-up counts from here
+        (a set-up parked for its length goes on, op by op, with the first forward)."""
+        if self.ops.parked:
+            self.ops.resume()
         self.ops.on_root(root)
         if self.ops.open and math.isinf(self.ops.deadline):
             self._window_clock = now = self.cost.clock()

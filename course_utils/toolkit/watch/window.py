@@ -6,6 +6,8 @@ good only when they are on top of the mode stacks (a mode the script entered mea
 
 from __future__ import annotations
 
+import sys
+
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -28,6 +30,25 @@ class _Dispatch(TorchDispatchMode):
         return self.ops.on_dispatch(func, args, kwargs or {})
 
 
+class _DispatchNoDynamo(_Dispatch):
+    """The same mode, its ``__torch_dispatch__`` not wrapped in ``torch._disable_dynamo``: that
+    wrapper imports ``torch._dynamo`` on its first call (about a second of CPU, most of a short
+    run's cost). Used only while no script code has loaded ``torch._dynamo``: nothing can compile."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.ops.on_dispatch(func, args, kwargs or {})
+
+
+def _modes(ops) -> list:
+    """A fresh pair of the window's modes (function, dispatch)."""
+    dispatch = _Dispatch if "torch._dynamo" in sys.modules else _DispatchNoDynamo
+    return [_Functions(ops), dispatch(ops)]
+
+
 class Window:
     """Mixed into ``OpWatch``: ``start``, ``suspend``, ``resume``, ``stop``."""
 
@@ -38,7 +59,7 @@ class Window:
         self.device_type = first.device.type if first is not None else self.device_type
         self.mark([t for r in roots for t in (*r.parameters(), *r.buffers())])
         self._fallback = {}
-        self.modes = [_Functions(self), _Dispatch(self)]
+        self.modes = _modes(self)
         for mode in self.modes:
             mode.__enter__()
 
@@ -57,13 +78,39 @@ class Window:
             self.suspended = True
 
     def resume(self) -> None:
+        self.parked = False
         if self.suspended and self.cut:  # cut for its cost while the optimizer stepped
             self.watcher._drop_window()
         elif self.suspended:
             self.suspended = False
-            self.modes = [_Functions(self), _Dispatch(self)]
+            self.modes = _modes(self)
             for mode in self.modes:
                 mode.__enter__()
+
+    def leave_soon(self) -> None:
+        """Leave the modes at the next Python call that finds them on top of the mode stacks (a
+        one-shot profile hook): a window cut for its cost, or a set-up parked, would otherwise pass
+        every torch call through both modes (several microseconds each) until the next module
+        call or step, through a long set-up or a forward with no module to stop at. Not armed
+        while the script has a profiler of its own (the hooks' safe points still apply)."""
+        if not self._leaving and sys.getprofile() is None:
+            self._leaving = True
+            sys.setprofile(self._on_event)
+
+    def _on_event(self, frame, event, arg) -> None:
+        if self.modes and not self.suspended and not self._on_top():
+            return  # inside a mode's handler: not yet
+        sys.setprofile(None)
+        self._leaving = False
+        if not self.modes or self.suspended:
+            return
+        try:
+            if self.cut:
+                self.watcher._drop_window()
+            elif self.parked:
+                self.suspend()
+        except Exception as err:  # noqa: BLE001 - the watcher's error must not become the script's
+            self.watcher.fail(err, "leave_soon")
 
     def stop(self, force: bool = False) -> bool:
         """Leave the modes, if they are on top of the mode stacks (``force``: at the end, anyway)."""
