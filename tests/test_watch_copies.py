@@ -114,3 +114,37 @@ def test_the_wrappers_are_removed_when_watching_stops():
     originals = (copy.copy, copy.deepcopy, torch.nn.utils.clip_grad_norm_, torch.amp.GradScaler.scale)
     watched(lambda steps: None, steps=0)
     assert (copy.copy, copy.deepcopy, torch.nn.utils.clip_grad_norm_, torch.amp.GradScaler.scale) == originals
+
+
+class _Dropped(nn.Module):
+    """A model with dropout (the watcher relays its forwards to check train/eval modes)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.1), nn.Linear(8, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_a_model_saved_whole_under_watch_loads_with_weights_only_as_it_would_unwatched(tmp_path):
+    safe = [_Dropped, nn.Sequential, nn.Linear, nn.Dropout]
+    with watch(verbose=False) as w:
+        model = _Dropped()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            opt.step()
+        twin = copy.deepcopy(model)
+        hooked = [len(m._forward_pre_hooks) for m in (model, twin)]
+        torch.save(model, tmp_path / "model.pt")
+        torch.save({"model": twin, "step": 3}, tmp_path / "ckpt.pt")
+        after = [len(m._forward_pre_hooks) for m in (model, twin)]
+    assert hooked == [1, 1] and after == hooked  # the relay was there, and is back after the save
+    assert w.live is False and not w.findings
+    with torch.serialization.safe_globals(safe):
+        loaded = torch.load(tmp_path / "model.pt")
+        ckpt = torch.load(tmp_path / "ckpt.pt")
+    assert not loaded._forward_pre_hooks and not ckpt["model"]._forward_pre_hooks
+    assert torch.equal(loaded.body[0].weight, model.body[0].weight)

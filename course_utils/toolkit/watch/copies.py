@@ -5,7 +5,8 @@ scaled and not yet unscaled.
 
 ``copy.copy``, ``copy.deepcopy``, ``torch.nn.utils.clip_grad_norm_`` and ``GradScaler.scale`` /
 ``update`` are wrapped while the watcher is installed (each call costs a type check); the copies
-are compared with their first state on the watcher's check steps.
+are compared with their first state on the watcher's check steps. ``torch.save`` is wrapped too:
+the watcher's forward hooks are taken out of the modules it saves (``models.take_relays``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from torch import nn
 
 from course_utils.toolkit.watch.findings import Finding, user_frame, user_site
+from course_utils.toolkit.watch.models import put_back, take_relays
 
 AVERAGED = re.compile(r"ema|averag|swa|polyak|moving", re.I)  # a copy meant to follow the model
 STALE_AFTER = 50  # optimizer steps of the original with the copy unchanged before it is reported
@@ -28,6 +30,19 @@ def fingerprint_params(module: nn.Module) -> tuple:
     with torch.no_grad():
         sums = [t for p in module.parameters() for t in (p.float().sum(), p.float().abs().sum())]
     return tuple(torch.stack(sums).tolist()) if sums else ()
+
+
+def _save(original):
+    def save(obj, *args, **kwargs):
+        try:
+            taken = take_relays(obj)
+        except Exception:  # noqa: BLE001 - the script's save must happen as it would unwatched
+            taken = []
+        try:
+            return original(obj, *args, **kwargs)
+        finally:
+            put_back(taken)
+    return save
 
 
 class Copies:
@@ -48,7 +63,7 @@ class Copies:
                    (torch.nn.utils, "clip_grad_norm_", self._clip),
                    (clip_grad, "clip_grad_norm_", self._clip),
                    (grad_scaler.GradScaler, "scale", self._scale),
-                   (grad_scaler.GradScaler, "update", self._update)]
+                   (grad_scaler.GradScaler, "update", self._update), (torch, "save", _save)]
         for owner, name, make in targets:
             original = getattr(owner, name)
             wrapper = make(original)

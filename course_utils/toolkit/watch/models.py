@@ -54,6 +54,32 @@ class _RootRelay:
         return (functools.partial, (dict.get, {}))
 
 
+def _is_relay(hook) -> bool:
+    """The watcher's relay, or what a deep copy of it became (``partial(dict.get, {})``)."""
+    if isinstance(hook, _RootRelay):
+        return True
+    return isinstance(hook, functools.partial) and hook.func is dict.get and hook.args == ({},)
+
+
+def take_relays(obj) -> list[tuple]:
+    """Take the relays out of the modules ``obj`` holds (a module, or a checkpoint dict, list or
+    tuple of them, one level down) for ``torch.save``: a model saved whole then loads with
+    ``weights_only`` (torch's default), which allows no hook. Returns what ``put_back`` restores."""
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]
+    taken = []
+    for top in items:
+        for module in top.modules() if isinstance(top, nn.Module) else ():
+            hooks = module._forward_pre_hooks
+            for key in [k for k, h in hooks.items() if _is_relay(h)]:
+                taken.append((hooks, key, hooks.pop(key)))
+    return taken
+
+
+def put_back(taken: list[tuple]) -> None:
+    for hooks, key, hook in taken:
+        hooks.setdefault(key, hook)
+
+
 class ModelTracker:
     """Roots, where modules and parameters were made, parameter names, modes."""
 
