@@ -6,6 +6,9 @@ tests drive (the budget's clock is injectable), so nothing depends on the machin
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -117,3 +120,41 @@ def test_a_window_cut_inside_an_lbfgs_closure_ends_with_the_closure():
             after_closures.append(w.ops.open)
     assert w.cost.cuts >= 1 and after_closures == [False, False, False]
     assert not w.findings
+
+
+def test_a_long_set_up_is_watched_in_part_and_the_first_step_still_op_by_op():
+    from course_utils.toolkit.watch.ops import SETUP_CALLS
+
+    torch.manual_seed(0)
+    with watch(verbose=False) as w:
+        rows = [torch.tensor([float(i % 7), 1.0]) for i in range(SETUP_CALLS + 200)]  # a tokenizer's loop
+        parked = (w.ops.parked, w.ops.suspended, w.ops._on_top())  # left at the next Python call
+        x = torch.stack(rows)
+        y = x.sum(1)
+        model = nn.Linear(2, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(2):
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()  # (B, 1) against (B,): seen op by op only
+            opt.step()
+    assert parked == (True, True, False)
+    assert "broadcast" in {f.kind for f in w.findings if f.step == 1}
+
+
+def test_a_short_watched_run_does_not_load_torch_dynamo(tmp_path):
+    """The first call of a dispatch mode's handler imports torch._dynamo (a second of CPU); a script
+    that loads none of it (a hand-written update: torch.optim's optimizers load it) must not pay
+    for it under watch."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import sys\nimport torch\nmodel = torch.nn.Linear(2, 1)\nx = torch.randn(8, 2)\n"
+        "for _ in range(4):\n    model.zero_grad()\n    model(x).pow(2).mean().backward()\n"
+        "    for p in model.parameters():\n        p.data.add_(-0.1 * p.grad)\n"
+        "print('dynamo', 'torch._dynamo' in sys.modules)\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--quiet", str(script)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0 and done.stdout == "dynamo False\n"
+    assert "4 backward passes, 1 watched op by op" in done.stderr
