@@ -65,3 +65,26 @@ def test_the_same_line_in_the_users_code_is_named_at_that_line():
     found = train(own_normalize)
     assert found and found[0].where.file == "test_watch_library_code.py"
     assert "own copy" in found[0].where.code
+
+
+def test_a_library_pip_installed_into_a_folder_on_the_path_is_a_library_too(tmp_path, monkeypatch):
+    """``pip install --target DIR`` and DIR on PYTHONPATH: no site-packages in the path, but a
+    ``*.dist-info`` beside the package says it is installed, not the user's."""
+    from course_utils.toolkit.watch import findings
+
+    folder = tmp_path / "vendored"
+    (folder / "fakevision2").mkdir(parents=True)
+    (folder / "fakevision2-1.0.dist-info").mkdir()
+    (folder / "fakevision2" / "transforms.py").write_text(TRANSFORM)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setattr(findings, "_PREFIXES", findings._internal_prefixes())
+    monkeypatch.setattr(findings, "_INTERNAL", {})
+    source = folder / "fakevision2" / "transforms.py"
+    spec = importlib.util.spec_from_file_location("fakevision2_transforms", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert train(module.normalize) == []
+    (folder / "fakevision2-1.0.dist-info").rmdir()  # the same folder, nothing installed: the user's
+    monkeypatch.setattr(findings, "_PREFIXES", findings._internal_prefixes())
+    monkeypatch.setattr(findings, "_INTERNAL", {})
+    assert train(module.normalize) != []

@@ -46,14 +46,27 @@ class Site:
 UNKNOWN = Site("", 0)
 
 
+def _holds_installs(folder: str) -> bool:
+    """A folder on the path that pip installed into (``pip install --target``, a folder put on
+    PYTHONPATH): it holds a ``*.dist-info`` or ``*.egg-info``. The working folder never counts."""
+    if not folder or os.path.abspath(folder) == os.getcwd():
+        return False
+    try:
+        return any(n.endswith((".dist-info", ".egg-info")) for n in os.listdir(folder))
+    except OSError:
+        return False
+
+
 def _installed_dirs() -> tuple[str, ...]:
-    """Where installed packages live (site-packages): a library's code there is not the user's to fix."""
+    """Where installed packages live (site-packages, and folders on the path that pip installed
+    into): a library's code there is not the user's to fix."""
     found = set(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
     try:
         found.update(site.getsitepackages())
         found.add(site.getusersitepackages())
     except AttributeError:  # an embedded or virtualenv-patched site module
         pass
+    found.update(d for d in sys.path if _holds_installs(d))
     return tuple(os.path.abspath(d) + os.sep for d in sorted(found) if d)
 
 
