@@ -158,3 +158,16 @@ def test_a_short_watched_run_does_not_load_torch_dynamo(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0 and done.stdout == "dynamo False\n"
     assert "4 backward passes, 1 watched op by op" in done.stderr
+
+
+def test_a_window_cut_in_a_long_run_of_torch_calls_leaves_its_modes_before_the_next_module_call():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    x = torch.randn(8, 4)
+    with watch(verbose=False, cost=Budget(share=0.0, floor=0.0, clock=Ticks(per_read=0.01))) as w:
+        y = model(x)  # the model is found: the window's deadline is now, as the budget is empty
+        for _ in range(300):  # no module call, no step: nothing but torch calls
+            y = y * 1.0
+        left_at_once = not w.ops.open
+        y.pow(2).mean().backward()
+    assert left_at_once and w.cost.cuts == 1 and not w.findings

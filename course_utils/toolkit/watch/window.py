@@ -11,6 +11,8 @@ import sys
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+LEAVE_TRIES = 50_000  # Python calls the profile hook waits for the modes to be on top, at most
+
 
 class _Functions(TorchFunctionMode):
     def __init__(self, ops):
@@ -94,12 +96,14 @@ class Window:
         call or step, through a long set-up or a forward with no module to stop at. Not armed
         while the script has a profiler of its own (the hooks' safe points still apply)."""
         if not self._leaving and sys.getprofile() is None:
-            self._leaving = True
+            self._leaving, self._events = True, 0
             sys.setprofile(self._on_event)
 
     def _on_event(self, frame, event, arg) -> None:
         if self.modes and not self.suspended and not self._on_top():
-            return  # inside a mode's handler: not yet
+            self._events += 1  # inside a mode's handler, or a mode of the script's is on top
+            if self._events < LEAVE_TRIES:
+                return
         sys.setprofile(None)
         self._leaving = False
         if not self.modes or self.suspended:
