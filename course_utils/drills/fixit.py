@@ -9,12 +9,14 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    every parameter the reference gives a gradient gets one (deleting the loop or the backward,
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
-   every result the buggy code computes and the fixed code keeps is there, with the fixed code's
-   shapes and values (a constant, an empty list fail);
+   every result the buggy code computes (outside loops and functions: ``result_names``) and the
+   fixed code keeps is there, with the fixed code's shapes and values (a constant, an empty list
+   fail; a Python number compares with a 0-dim tensor);
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
-values before training are taken the first time a module runs forward. The grader runs this in a
+values before training are taken the first time a module runs forward. Every run starts from
+one random state (``START_SEED``), the reference's and the edit's alike. The grader runs this in a
 fresh, limited process (``course_utils.grader.drill_fix``); here it runs in-process.
 """
 
@@ -30,6 +32,7 @@ from torch import nn
 from course_utils.drills.core import CodeRun, Drill, Symptom
 
 RTOL, ATOL = 1e-3, 1e-5  # a computation's outputs: the reference's, within float32 noise
+START_SEED = 20_240_917  # torch's random state at the start of every run (no drill seeds with it)
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,10 @@ def watching():
 
 
 def _run(drill: Drill, code: str, tag: str) -> tuple[CodeRun, dict]:
-    with watching() as training:
+    # every run starts from one random state (not the one the last run left): an edit that drops
+    # the code's own seed draws other numbers than the fixed code, in any order of runs
+    with watching() as training, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(START_SEED)
         run = drill.runner(code, f"{drill.id}.{tag}")
     return run, training.fingerprint(run.namespace)
 
@@ -129,6 +135,41 @@ def assigned_names(code: str) -> set[str]:
     return names
 
 
+class _Results(ast.NodeVisitor):
+    """Collects the names bound outside loops, functions, classes and comprehensions."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+    def _skip(self, node: ast.AST) -> None:
+        """A loop's variables and body are its last pass's temporaries; a function's are local."""
+
+    visit_For = visit_AsyncFor = visit_While = visit_FunctionDef = visit_AsyncFunctionDef = _skip
+    visit_ClassDef = visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = _skip
+    visit_GeneratorExp = _skip
+
+
+def result_names(code: str) -> set[str]:
+    """The names ``code`` binds outside loops and functions (inside ``if``/``with``/``try`` too):
+    its results. A loop variable, or what a loop's body assigns, is a temporary a fix may drop
+    (summing without the loop, say)."""
+    visitor = _Results()
+    visitor.visit(ast.parse(code))
+    return visitor.names
+
+
+def _comparable(value) -> list[torch.Tensor] | None:
+    """``value`` as tensors to compare: ``tensors_of``, or a Python number as a 0-dim tensor (a
+    total kept as a float compares with one kept as a tensor)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [torch.tensor(float(value), dtype=torch.float64)]
+    return tensors_of(value)
+
+
 def tensors_of(value) -> list[torch.Tensor] | None:
     """``value`` as a list of tensors (a tensor, or a list or tuple of them), else None."""
     if isinstance(value, torch.Tensor):
@@ -143,10 +184,10 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
     with the fixed code's shapes and values."""
     problems = []
     for name in sorted(names):
-        want = tensors_of(ref.namespace.get(name))
+        want = _comparable(ref.namespace.get(name))
         if want is None:
             continue
-        have = tensors_of(got.namespace.get(name))
+        have = _comparable(got.namespace.get(name))
         if have is None or len(have) != len(want):
             problems.append(f"{name} is no longer computed as the fixed code computes it")
         elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):
@@ -176,7 +217,7 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
+        problems += _output_problems(ref_run, run, result_names(drill.buggy_code))
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)

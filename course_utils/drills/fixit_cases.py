@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from course_utils.drills import fixit_cases_training
 from course_utils.drills.core import CodeRun
 
 
@@ -110,3 +111,8 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "drop model.eval()": "the model has no dropout and no BatchNorm: eval() changes nothing it computes",
     },
 }
+
+# The training-loop drills (gradients, losses, data loading, numerics) keep theirs in their own module.
+FIXIT.update(fixit_cases_training.FIXIT)
+DODGES.update(fixit_cases_training.DODGES)
+EQUIVALENT.update(fixit_cases_training.EQUIVALENT)
