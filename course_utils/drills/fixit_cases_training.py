@@ -101,6 +101,26 @@ def _gradient_not_rescaled(run: CodeRun, ref: CodeRun) -> str | None:
     return None
 
 
+def _step_makes_progress(run: CodeRun, ref: CodeRun) -> str | None:
+    """The step lowers the loss by at least a quarter of the share the fixed code's step does (a step
+    clipped or scaled to nothing leaves the weights where they were)."""
+    def drop(r: CodeRun) -> float:
+        return (r["loss_before"] - r["loss_after"]) / r["loss_before"]
+    if not drop(run) >= 0.25 * drop(ref):
+        return (f"the step lowers the loss by {drop(run):.2%}; the fixed code's step lowers it by "
+                f"{drop(ref):.2%}")
+    return None
+
+
+def _weights_as_fixed(run: CodeRun, ref: CodeRun) -> str | None:
+    """The model ends where the fixed code's does: every step ran at the fixed code's learning
+    rate (whatever the code records about it)."""
+    got, want = run["model"].state_dict(), ref["model"].state_dict()
+    if got.keys() != want.keys() or not all(_close(got[k], want[k], 1e-5) for k in want):
+        return "the trained weights are not the fixed code's: some steps ran at another learning rate"
+    return None
+
+
 def _backward_finite(run: CodeRun, ref: CodeRun) -> str | None:
     """x's gradient is the fixed code's, and the backward pass makes no NaN on the way (run again
     with anomaly detection on everywhere: a NaN gradient cleaned afterwards is still made)."""
@@ -198,7 +218,7 @@ FIXIT: dict[str, dict] = {
             ("optimizer.step()\n",
              "torch.nn.utils.clip_grad_value_(model.parameters(), clip_value=1.0)\noptimizer.step()\n"),
             ("std=0.6", "std=16 ** -0.5")),
-        "job": all_of(_gradient_not_rescaled, same_as_fixed("x", "y")),
+        "job": all_of(_gradient_not_rescaled, _step_makes_progress, same_as_fixed("x", "y")),
     },
     "numerics.anomaly_detection": {
         "other_fixes": (("torch.log(x)", "torch.log(x.clamp_min(1e-12))"),
@@ -230,7 +250,8 @@ FIXIT: dict[str, dict] = {
     "numerics.scheduler_before_optimizer": {
         "other_fixes": (("    scheduler.step()\n    used.append",
                          "    if epoch > 0:\n        scheduler.step()\n    used.append"),),
-        "job": same_as_fixed("used", why=": the epochs train at other learning rates"),
+        "job": all_of(same_as_fixed("used", why=": the epochs train at other learning rates"),
+                      _weights_as_fixed),
     },
 }
 
@@ -269,6 +290,9 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     "data.worker_rng_copies": (
         ("a constant shift", NOISE, "0.0"),
+        ("reseeded by the worker's id, so each epoch replays", "num_workers=2)",
+         "num_workers=2, worker_init_fn=lambda i: setattr(\n"
+         "        torch.utils.data.get_worker_info().dataset, 'rng', np.random.default_rng(i)))"),
         ("load in the main process", "num_workers=2", "num_workers=0"),
         ("persistent workers", "num_workers=2)", "num_workers=2, persistent_workers=True)"),
         ("a generator seeded by the sample index", NOISE,
@@ -279,6 +303,8 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "data.validation_in_train_mode": (
         ("dropout off, BatchNorm frozen by momentum 0", "nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.2)",
          "nn.BatchNorm1d(16, momentum=0.0), nn.ReLU(), nn.Dropout(0.0)"),
+        ("one pass reported twice", "first, second = validate(), validate()",
+         "first = second = validate()"),
         ("the same dropout mask every pass", "    with torch.no_grad():\n",
          "    torch.manual_seed(0)\n    with torch.no_grad():\n"),
     ),
@@ -286,6 +312,8 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("a learning rate too small to move", "lr=0.01", "lr=1e-11"),
         ("the loss scaled down", "F.mse_loss(model(x), y).backward()",
          "(1e-9 * F.mse_loss(model(x), y)).backward()"),
+        ("clipped to a norm too small to move", "optimizer.step()\n",
+         "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.1)\noptimizer.step()\n"),
         ("the gradient zeroed before the step", "optimizer.step()\n",
          "optimizer.zero_grad()\noptimizer.step()\n"),
     ),
@@ -306,6 +334,8 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "numerics.clip_before_unscale": (
         ("no clipping", "    " + CLIP + "\n", ""),
         ("a threshold no gradient reaches", "max_norm=1.0", "max_norm=1e9"),
+        ("unscaled after the clip", "    scaler.step(optimizer)\n",
+         "    scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n"),
         ("the scaler switched off", 'GradScaler("cpu")', 'GradScaler("cpu", enabled=False)'),
         ("a learning rate raised to make up for the tiny steps", "lr=0.1", "lr=1000.0"),
     ),
@@ -317,6 +347,10 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "numerics.scheduler_before_optimizer": (
         ("no scheduler steps", "    scheduler.step()\n", ""),
         ("start from twice the rate", "lr=0.1", "lr=0.2"),
+        ("the LR read before the step, the warning silenced",
+         "    scheduler.step()\n    used.append(optimizer.param_groups[0][\"lr\"])\n",
+         "    import warnings\n    warnings.simplefilter('ignore')\n"
+         "    used.append(optimizer.param_groups[0][\"lr\"])\n    scheduler.step()\n"),
         ("silence the warning", "import torch\n",
          "import warnings\nimport torch\nwarnings.simplefilter('ignore')\n"),
     ),
