@@ -97,7 +97,15 @@ def _run(drill: Drill, code: str, tag: str) -> tuple[CodeRun, dict]:
     with watching() as training, torch.random.fork_rng(devices=[]):
         torch.manual_seed(START_SEED)
         run = drill.runner(code, f"{drill.id}.{tag}")
-    return run, training.fingerprint(run.namespace)
+    return run, training.fingerprint(_outermost(run.namespace))
+
+
+def _outermost(namespace: dict) -> dict:
+    """The namespace without the modules that are part of another module in it (``layer``, left
+    over from ``for layer in model``, is a name for a part of ``model``, not a module of its own)."""
+    modules = [v for k, v in namespace.items() if not k.startswith("_") and isinstance(v, nn.Module)]
+    inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
+    return {k: v for k, v in namespace.items() if id(v) not in inner}
 
 
 _REFERENCE: dict[tuple[str, int], tuple[CodeRun, dict]] = {}

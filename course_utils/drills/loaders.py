@@ -67,7 +67,9 @@ def run_as_main(source: str, name: str) -> CodeRun:
                 exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - course code
                 error = None
             except Exception as err:  # noqa: BLE001 - the error is part of the symptom
-                error = err
+                # without its traceback: the frames it holds would keep a broken loop's DataLoader
+                # iterator alive, and the next run's forked workers would inherit its queues
+                error = err.with_traceback(None)
             finally:
                 sys.modules["__main__"] = saved
     return CodeRun(module.__dict__, error, tuple(str(w.message) for w in caught), source)
