@@ -9,9 +9,8 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    every parameter the reference gives a gradient gets one (deleting the loop or the backward,
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
-   every result the buggy code computes (outside loops and functions: ``result_names``) and the
-   fixed code keeps is there, with the fixed code's shapes and values (a constant, an empty list
-   fail; a Python number compares with a 0-dim tensor);
+   every result the buggy code computes and the fixed code keeps is there, with the fixed code's
+   shapes and values (a constant, an empty list fail);
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
@@ -97,15 +96,16 @@ def _run(drill: Drill, code: str, tag: str) -> tuple[CodeRun, dict]:
     with watching() as training, torch.random.fork_rng(devices=[]):
         torch.manual_seed(START_SEED)
         run = drill.runner(code, f"{drill.id}.{tag}")
-    return run, training.fingerprint(_outermost(run.namespace))
+    return run, training.fingerprint(_without_loop_variables(run.namespace, code))
 
 
-def _outermost(namespace: dict) -> dict:
-    """The namespace without the modules that are part of another module in it (``layer``, left
-    over from ``for layer in model``, is a name for a part of ``model``, not a module of its own)."""
-    modules = [v for k, v in namespace.items() if not k.startswith("_") and isinstance(v, nn.Module)]
-    inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
-    return {k: v for k, v in namespace.items() if id(v) not in inner}
+def _without_loop_variables(namespace: dict, code: str) -> dict:
+    """The namespace without what the code's top-level loops leave behind: ``layer``, after
+    ``for layer in layers``, names the last layer of the model, not a module of its own (an edit
+    that drops the loop has none)."""
+    leftovers = {n.id for stmt in ast.parse(code).body if isinstance(stmt, (ast.For, ast.AsyncFor))
+                 for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
+    return {k: v for k, v in namespace.items() if k not in leftovers}
 
 
 _REFERENCE: dict[tuple[str, int], tuple[CodeRun, dict]] = {}
@@ -131,18 +131,6 @@ def _training_problems(ref: dict, got: dict) -> list[str]:
     return problems
 
 
-def assigned_names(code: str) -> set[str]:
-    """The names ``code``'s top-level statements assign (what the code "returns")."""
-    names = set()
-    for stmt in ast.parse(code).body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                break
-    return names
-
-
 class _Results(ast.NodeVisitor):
     """Collects the names bound outside loops, functions, classes and comprehensions."""
 
@@ -161,10 +149,11 @@ class _Results(ast.NodeVisitor):
     visit_GeneratorExp = _skip
 
 
-def result_names(code: str) -> set[str]:
-    """The names ``code`` binds outside loops and functions (inside ``if``/``with``/``try`` too):
-    its results. A loop variable, or what a loop's body assigns, is a temporary a fix may drop
-    (summing without the loop, say)."""
+def assigned_names(code: str) -> set[str]:
+    """The names ``code`` assigns outside loops and functions (inside ``if``/``with``/``try`` too):
+    what the code "returns". A loop variable, or what a loop's body assigns, is the last pass's
+    temporary, which a fix may drop (summing without the loop, say). A result compares as tensors
+    (``_comparable``: a Python number as a 0-dim tensor, so a float total equals a tensor one)."""
     visitor = _Results()
     visitor.visit(ast.parse(code))
     return visitor.names
@@ -225,7 +214,7 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run, result_names(drill.buggy_code))
+        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)
