@@ -16,6 +16,7 @@ from course_utils.drills.fixit_jobs import (
     normalises_where_it_lives,
     one_graph_same_results,
     runs_on_every_device,
+    same_dtypes,
     same_shares,
     still_checkpointed,
 )
@@ -89,6 +90,7 @@ FIXIT: dict[str, dict] = {
              "scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(D)\n"
              "weights = F.softmax(scores, dim=-1)\nout = (weights @ v.float()).half()"),
         ),
+        "job": same_dtypes("q", "k", "v", "out"),
     },
     "performance.compile_graph_break": {
         "other_fixes": (
@@ -127,6 +129,8 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("checkpointing dropped", "checkpoint(block1, x, use_reentrant=True)", "block1(x)"),
         ("a zero-weighted term gives block1 a gradient", "loss = block2(h).pow(2).mean()",
          "loss = block2(h).pow(2).mean() + 0 * block1(x).sum()"),
+        ("checkpointing dropped, block1 run twice", "h = checkpoint(block1, x, use_reentrant=True)",
+         "h = block1(x)\nblock1(x)"),
         ("a second, unchecked pass through block1", "loss = block2(h).pow(2).mean()",
          "loss = block2(h).pow(2).mean() + 1e-6 * block1(x).sum()"),
     ),
@@ -162,6 +166,9 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
          "scores = (q @ k.transpose(-2, -1)).nan_to_num() / math.sqrt(D)"),
         ("NaN weights zeroed", "weights = F.softmax(scores, dim=-1)",
          "weights = F.softmax(scores, dim=-1).nan_to_num(0.0)"),
+        ("the output left in float32", f"{SCORES}\nweights = F.softmax(scores, dim=-1)\nout = weights @ v",
+         "scores = q.float() @ k.float().transpose(-2, -1) / math.sqrt(D)\n"
+         "weights = F.softmax(scores, dim=-1)\nout = weights @ v.float()"),
         ("only the softmax in float32", "weights = F.softmax(scores, dim=-1)",
          "weights = F.softmax(scores.float(), dim=-1).half()"),
     ),
@@ -192,6 +199,7 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("the round trip done with copy_", ROUND_TRIP,
          'y = self.norm(torch.empty_like(x, device="cpu").copy_(x))\n'
          "        return torch.empty_like(y, device=device).copy_(y)"),
+        ("the input detached", ROUND_TRIP, "return self.norm(x.detach())"),
         ("the norm layers removed", "nn.Sequential(nn.Linear(64, 64), SafeLayerNorm(64))",
          "nn.Linear(64, 64)"),
     ),

@@ -58,21 +58,21 @@ def runs_on_every_device(run: CodeRun, ref: CodeRun) -> str | None:
 # --- memory.checkpoint_no_grad_input
 
 
-def _forward_calls(run: CodeRun, name: str) -> int:
-    """How often module ``name`` runs forward when the code runs again (twice when checkpointed:
-    once in forward, once more in backward)."""
+def _recomputed_in_backward(run: CodeRun, name: str) -> int:
+    """How often module ``name`` runs forward inside a backward pass when the code runs again:
+    a checkpointed block runs once more there to rebuild the activations it did not keep."""
     calls: dict[int, int] = {}
 
     def hook(module, args):  # before forward: a recomputation may stop early, once it has what it needs
-        calls[id(module)] = calls.get(id(module), 0) + 1
+        if torch._C._current_graph_task_id() != -1:  # inside autograd's engine (as torch.autograd.graph does)
+            calls[id(module)] = calls.get(id(module), 0) + 1
 
     handle = nn.modules.module.register_module_forward_pre_hook(hook)
     try:
         again = _rerun(run, run.source)
     finally:
         handle.remove()
-    module = again.get(name)
-    return calls.get(id(module), 0)
+    return calls.get(id(again.get(name)), 0)
 
 
 def same_gradients(run: CodeRun, ref: CodeRun) -> str | None:
@@ -94,9 +94,9 @@ def still_checkpointed(run: CodeRun, ref: CodeRun) -> str | None:
     problem = same_gradients(run, ref)
     if problem:
         return problem
-    if _forward_calls(run, "block1") < 2:
-        return ("block1 runs forward once: it is no longer checkpointed, so the memory its "
-                "activations take is back")
+    if not _recomputed_in_backward(run, "block1"):
+        return ("block1 is not recomputed during backward: it is no longer checkpointed, so the "
+                "memory its activations take is back")
     return None
 
 
@@ -113,6 +113,21 @@ def attention_matches_module(run: CodeRun, ref: CodeRun) -> str | None:
     if not _close(got, want):
         return "attention() on a fresh batch still differs from nn.MultiheadAttention"
     return None
+
+
+# --- attention.fp16_scores_overflow
+
+
+def same_dtypes(*names: str):
+    """A job check: the tensors ``names`` (the attention's inputs and output) keep the fixed code's
+    dtypes; a fix may compute inside in float32, but the model around it still gets float16."""
+    def job(run: CodeRun, ref: CodeRun) -> str | None:
+        for name in names:
+            got, want = run.get(name), ref[name]
+            if getattr(got, "dtype", None) != want.dtype:
+                return f"{name} is {getattr(got, 'dtype', None)}, not {want.dtype} as in the fixed code"
+        return None
+    return job
 
 
 # --- performance.compile_graph_break
@@ -159,15 +174,21 @@ def same_shares(run: CodeRun, ref: CodeRun) -> str | None:
 
 
 def normalises_where_it_lives(run: CodeRun, ref: CodeRun) -> str | None:
-    """The model computes the fixed model's outputs, and runs once moved to another device
-    ('meta' stands in for mps: a copy to the CPU fails there, as the error does on a Mac)."""
-    model = run["model"]
-    with torch.no_grad():
-        if not _close(model(run["x"]), ref["model"](ref["x"])):
-            return ("the model computes other outputs than the fixed code: the LayerNorms must "
-                    "still normalise")
-        try:
+    """The model computes the fixed model's outputs and passes back its gradients, and runs once
+    moved to another device ('meta' stands in for mps: a copy to the CPU fails there, as the
+    error does on a Mac)."""
+    model, fixed = run["model"], ref["model"]
+    x, x_ref = run["x"].clone().requires_grad_(), ref["x"].clone().requires_grad_()
+    got, want = model(x), fixed(x_ref)
+    if not _close(got, want):
+        return "the model computes other outputs than the fixed code: the LayerNorms must still normalise"
+    got.sum().backward()
+    want.sum().backward()
+    if not _close(x.grad, x_ref.grad):
+        return "the gradient reaching the input is not the fixed code's: the LayerNorms must pass it back"
+    try:
+        with torch.no_grad():
             copy.deepcopy(model).to("meta")(run["x"].to("meta"))
-        except Exception as err:  # noqa: BLE001 - the Mac's device mismatch, emulated
-            return f"moved to another device ('meta', standing in for mps), the model fails: {_error(err)}"
+    except Exception as err:  # noqa: BLE001 - the Mac's device mismatch, emulated
+        return f"moved to another device ('meta', standing in for mps), the model fails: {_error(err)}"
     return None
