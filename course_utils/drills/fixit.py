@@ -10,7 +10,7 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
    every result the buggy code computes and the fixed code keeps is there, with the fixed code's
-   shapes and values (a constant, an empty list fail);
+   shapes and values (a constant, an empty list fail), but for the drill's ``intermediates``;
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
@@ -181,7 +181,8 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
+        free = {ref_run.aliases.get(n, n) for n in drill.intermediates}
+        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code) - free)
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)

@@ -73,8 +73,11 @@ FIXIT: dict[str, dict] = {
     },
     "attention.causal_mask_reversed": {
         "other_fixes": (("keep == 1,", "~keep.bool(),"),
+                        ("keep = torch.tril(torch.ones(S, S))",
+                         "keep = torch.triu(torch.ones(S, S), diagonal=1)"),
                         ('scores = scores.masked_fill(keep == 1, float("-inf"))',
                          'scores = torch.where(keep.bool(), scores, float("-inf"))')),
+        "intermediates": ("keep",),  # the mask may mark the blocked keys instead of the visible ones
     },
     "attention.heads_split_by_view": {
         "other_fixes": (("return t.view(B, H, S, E // H)",
@@ -182,6 +185,8 @@ DODGES: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
     "distributed.sampler_without_set_epoch": (
         ("shuffle=False", "shuffle=True", "shuffle=False"),
+        ("set_epoch inside the batch loop (too late for its epoch)", "        order += batch.tolist()",
+         "        sampler.set_epoch(epoch)\n        order += batch.tolist()"),
         ("set_epoch after the epoch's batches", "    orders.append(order)",
          "    orders.append(order)\n    sampler.set_epoch(epoch)"),
         ("a constant order each epoch (the epoch number)", "    orders.append(order)",
