@@ -171,3 +171,22 @@ def test_a_window_cut_in_a_long_run_of_torch_calls_leaves_its_modes_before_the_n
         left_at_once = not w.ops.open
         y.pow(2).mean().backward()
     assert left_at_once and w.cost.cuts == 1 and not w.findings
+
+
+def test_a_model_compiled_inside_a_window_trains_under_watch(tmp_path):
+    """Compiled code must not run under the dispatch mode that lets the compiler in: the window open
+    when ``torch.compile`` is called changes its mode first (a fresh process: torch._dynamo unloaded)."""
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\n"
+        "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))\n"
+        "fast = torch.compile(model, backend='eager')\nx, y = torch.randn(16, 4), torch.randn(16, 1)\n"
+        "for _ in range(20):\n    model.zero_grad()\n    ((fast(x) - y) ** 2).mean().backward()\n"
+        "    with torch.no_grad():\n        for p in model.parameters():\n            p -= 0.05 * p.grad\n",
+        encoding="utf-8",
+    )
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--quiet", str(script)]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "20 backward passes" in done.stderr and "internal error" not in done.stderr

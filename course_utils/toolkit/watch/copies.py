@@ -6,7 +6,8 @@ scaled and not yet unscaled.
 ``copy.copy``, ``copy.deepcopy``, ``torch.nn.utils.clip_grad_norm_`` and ``GradScaler.scale`` /
 ``update`` are wrapped while the watcher is installed (each call costs a type check); the copies
 are compared with their first state on the watcher's check steps. ``torch.save`` is wrapped too:
-the watcher's forward hooks are taken out of the modules it saves (``models.take_relays``).
+the watcher's forward hooks are taken out of the modules it saves (``models.take_relays``), and
+``torch.compile``, before which an open window's dispatch mode becomes one the compiler skips.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class Copies:
                    (torch.nn.utils, "clip_grad_norm_", self._clip),
                    (clip_grad, "clip_grad_norm_", self._clip),
                    (grad_scaler.GradScaler, "scale", self._scale),
-                   (grad_scaler.GradScaler, "update", self._update), (torch, "save", _save)]
+                   (grad_scaler.GradScaler, "update", self._update), (torch, "save", _save),
+                   (torch, "compile", self._compile)]
         for owner, name, make in targets:
             original = getattr(owner, name)
             wrapper = make(original)
@@ -95,6 +97,14 @@ class Copies:
                 self._guard(self._remember, x, out)
             return out
         return deepcopy
+
+    def _compile(self, original):
+        def compile(*args, **kwargs):
+            import torch._dynamo  # noqa: F401 - what compile loads first, before the window's modes change
+
+            self._guard(self.watcher.ops.compiling)
+            return original(*args, **kwargs)
+        return compile
 
     def _clip(self, original):
         def clip_grad_norm_(parameters, *args, **kwargs):

@@ -35,7 +35,8 @@ class _Dispatch(TorchDispatchMode):
 class _DispatchNoDynamo(_Dispatch):
     """The same mode, its ``__torch_dispatch__`` not wrapped in ``torch._disable_dynamo``: that
     wrapper imports ``torch._dynamo`` on its first call (about a second of CPU, most of a short
-    run's cost). Used only while no script code has loaded ``torch._dynamo``: nothing can compile."""
+    run's cost). Used only while no script code has loaded ``torch._dynamo``; ``torch.compile``
+    swaps it for ``_Dispatch`` first (``Window.compiling``): compiled code must not run under it."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -85,6 +86,17 @@ class Window:
             self.watcher._drop_window()
         elif self.suspended:
             self.suspended = False
+            self.modes = _modes(self)
+            for mode in self.modes:
+                mode.__enter__()
+
+    def compiling(self) -> None:
+        """The script calls ``torch.compile`` (which loads ``torch._dynamo``): an open window's
+        dispatch mode becomes the one that keeps the compiler out of its handler."""
+        plain = self.modes and isinstance(self.modes[1], _DispatchNoDynamo)
+        if plain and not self.suspended and self._on_top():
+            for mode in reversed(self.modes):
+                mode.__exit__(None, None, None)
             self.modes = _modes(self)
             for mode in self.modes:
                 mode.__enter__()
