@@ -171,7 +171,9 @@ def edit_problem(drill: Drill, code: str) -> str | None:
     try:
         compile(code, f"<edit of {drill.id}>", "exec")  # compiled, not run
     except SyntaxError as err:
-        where = f"line {err.lineno}: {err.text.strip()}" if err.text else f"line {err.lineno}"
+        lines = code.splitlines()
+        text = lines[err.lineno - 1].strip() if err.lineno and 0 < err.lineno <= len(lines) else ""
+        where = f"line {err.lineno}: {text}" if text else f"line {err.lineno}"
         return f"the code does not compile: {err.msg} ({where})"
     except ValueError as err:  # e.g. a NUL character pasted into the code
         return f"the code does not compile: {err}"

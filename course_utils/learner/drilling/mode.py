@@ -49,6 +49,7 @@ from course_utils.learner.drilling.scoring import (
     Result,
     category_name,
     clock_text,
+    drills_text,
     letter_index,
     pick,
     score_table,
@@ -227,7 +228,7 @@ class DrillSession:
         """The round as plain text (what a terminal or nbval sees)."""
         where = f"category {self.category}" if self.category else (
             "chosen from your history" if self.reasons else "all categories")
-        return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
+        return (f"Timed drills: {drills_text(len(self.drills))} ({where}, seed {self.seed}), "
                 f"{self.clocks_text()}. Press '{START}' in the widget; from code: "
                 "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")
 

@@ -29,6 +29,7 @@ from course_utils.core.errors import CourseError
 from course_utils.drills.hypothesis_gate import hypothesis_problem
 from course_utils.learner.drilling.fix_entry import TIME_LIMIT_S, edit_problem, has_fixit
 from course_utils.learner.drilling.mode import LETTERS, DrillSession, clock_text, history_text
+from course_utils.learner.drilling.scoring import drills_text
 
 NO_TTY = ("stdin is not a terminal, and the drills are interactive. Run it in a terminal, or pass "
           "--stdin to read the answers from a pipe: one line per prompt, a hypothesis then a letter "
@@ -93,7 +94,8 @@ def _edited(code: str, stdin: TextIO, out: TextIO) -> str:
 def _fix(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     """Take an edit of the current drill's code (starting from the last one) and print the verdict."""
     drill = session.current
-    edit = _edited(session.edits.get(session.index, drill.buggy_code), stdin, out)
+    last = session.edits.get(session.index, "")
+    edit = _edited(last if last.strip() else drill.buggy_code, stdin, out)
     if edit_problem(drill, edit) is None:
         out.write(f"  judging your edit in a separate process (stopped after {TIME_LIMIT_S:g} s)...\n")
         out.flush()
@@ -128,7 +130,7 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     """Serve the session's drills one by one until the round ends, the input ends or q."""
     where = ("category " + session.category if session.category else
              "chosen from your history" if session.reasons else "all categories")
-    out.write(f"Timed drills: {len(session.drills)} drills "
+    out.write(f"Timed drills: {drills_text(len(session.drills))} "
               f"({where}, seed {session.seed}"
               f"{'' if session.reasons else f'; repeat this round with --seed {session.seed}'}), "
               f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "

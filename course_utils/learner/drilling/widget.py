@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 from course_utils.learner.drilling import fix_entry as fixit
 from course_utils.learner.drilling.history import history_text, plot_history
-from course_utils.learner.drilling.scoring import clock_text
+from course_utils.learner.drilling.scoring import clock_text, drills_text
 from course_utils.learner.widgets import CODE_CLASS, row
 
 START, NEXT, FINISH, RUN_FIX = "Start drill", "Next drill", "Finish round", "Run my fix"
@@ -166,7 +166,7 @@ def build_widget(session):
     nxt.on_click(on_next)
     finish.on_click(on_finish)
     clock.observe(on_tick, names="value")
-    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · {session.clocks_text()}")
+    title = w.HTML(f"<b>Timed drills</b> · {drills_text(n)}, seed {session.seed} · {session.clocks_text()}")
     return w.VBox([title, header, row([clock, bar, counter]), status, start, card_box,
                    row([nxt, finish]), summary])
 
