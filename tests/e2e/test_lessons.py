@@ -20,7 +20,7 @@ import pytest
 
 from course_utils.learner.drilling.mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT, SCREENSHOTS
-from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
+from tests.e2e.pages import WAIT_MS, bring_into_view, drill_widget, picture, poll
 from tests.e2e.viewports import check_viewports, diff_problems
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -262,12 +262,6 @@ HELD_RUNNING = """(mark) => {
 }"""
 # The drill clock is an ipywidgets Play: its button shows a pause icon while it plays.
 CLOCK_PLAYING = ".widget-play i.fa-pause"
-
-
-def drill_widget(page):
-    """The outermost widget box that holds the Start drill button."""
-    return page.locator(".jp-OutputArea-output .widget-vbox").filter(
-        has=page.locator(f"button:has-text('{START}')")).first
 
 
 def seconds_shown(widget) -> int:

@@ -17,6 +17,7 @@ from course_utils.learner.drilling.scoring import clock_text, drills_text
 from course_utils.learner.widgets import CODE_CLASS, row
 
 START, NEXT, FINISH, RUN_FIX = "Start drill", "Next drill", "Finish round", "Run my fix"
+VERDICT_CLASS = "mpsd-fix-verdict"  # the fix box's verdict (the browser test reads it)
 
 
 def build_widget(session):
@@ -179,11 +180,13 @@ def fix_controls(w, drill) -> SimpleNamespace:
     editor = w.Textarea(value=drill.buggy_code, description="Fix it",
                         layout={"width": "95%", "height": height})
     editor.add_class(CODE_CLASS)
+    verdict = w.HTML()
+    verdict.add_class(VERDICT_CLASS)
     limit = int(fixit.TIME_LIMIT_S)
     judging = w.Play(value=0, min=0, max=limit, step=1, interval=1000, show_repeat=False,
                      disabled=True, layout={"display": "none"})
     waited = w.IntProgress(value=0, min=0, max=limit, description="judging",
                            layout={"width": "260px", "visibility": "hidden"})
     return SimpleNamespace(editor=editor, run=w.Button(description=RUN_FIX, layout={"width": "max-content"}),
-                           verdict=w.HTML(), judging=judging, waited=waited,
+                           verdict=verdict, judging=judging, waited=waited,
                            link=w.jslink((judging, "value"), (waited, "value")))
