@@ -198,9 +198,17 @@ def test_the_widget_shows_progress_while_judging_keeps_a_refused_edit_and_never_
     ui.fix.run.click()
     assert "could not be judged: OSError: no space left" in ui.fix.verdict.value
     assert not ui.fix.run.disabled and ui.fix.editor.value == zeros
+    judge.error = KeyboardInterrupt()  # the kernel's stop button while judging
+    ui.fix.run.click()
+    assert "judging stopped" in ui.fix.verdict.value and not ui.fix.judging.playing
     ui.fix.editor.value = ""
     ui.fix.run.click()  # refused before any judge runs
-    assert len(judge.seen) == 2 and "the edit is empty" in ui.fix.verdict.value
+    assert len(judge.seen) == 3 and "the edit is empty" in ui.fix.verdict.value
+    judge.error = None
+    ui.fix.editor.value = session.current.fixed_code
+    ui.fix.run.click()
+    ui.finish.click()
+    assert ui.fix.run.disabled and ui.fix.editor.disabled  # the round is recorded
 
 
 def test_the_code_editor_is_monospace_and_does_not_wrap_lines():

@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -133,3 +134,68 @@ def test_a_fix_it_drill_in_a_real_terminal_then_course_progress_shows_both_score
     assert len(choices) == 5 and all(" drill" in c and ": " in c for c in choices), plan
     assert all("a category you have not tried yet" in c or "weakest" in c or "new to you" in c
                for c in choices), plan
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """{pid: command line} of every process below ``pid``, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+            parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        except (OSError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = {}, list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        try:
+            found[child] = open(f"/proc/{child}/cmdline").read().replace("\0", " ")
+        except OSError:
+            continue
+        todo += children.get(child, [])
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "zombie" not in open(f"/proc/{pid}/status").read()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_while_an_endless_edit_is_judged_stops_it_and_keeps_the_round_going(tmp_path):
+    drill, seed = fixit_round()
+    endless = drill.buggy_code + "\nwhile True:\n    pass\n"
+    state = tmp_path / "editor.json"
+    state.write_text(json.dumps({"opened": [], "edits": [endless, drill.buggy_code]}))
+    (tmp_path / "editor.py").write_text(EDITOR)
+    env = {**os.environ, "MPS_DETECTIVE_HOME": str(tmp_path / "progress"), "TERM": "xterm",
+           "EDITOR": f"{sys.executable} {tmp_path / 'editor.py'} {state}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("VISUAL", None)
+    term = Terminal([sys.executable, "-m", "course_utils.cli", "drill", "--category", "gradients",
+                     "--seed", str(seed), "--count", "1"], env)
+    term.expect("hypothesis (what is wrong, and what would you measure?)> ")
+    term.send("the gradient never reaches the weights, so they do not move")
+    term.expect(")> ")
+    term.send("f")
+    term.expect("judging your edit in a separate process")
+    deadline = time.monotonic() + DEADLINE_S
+    judging: dict[int, str] = {}
+    while not any("drill_fix_runner" in cmd for cmd in judging.values()):
+        assert time.monotonic() < deadline, f"no edit process started: {judging}"
+        time.sleep(0.1)
+        judging = descendants(term.proc.pid)
+    term.proc.send_signal(signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground program
+    assert "judging stopped (Ctrl-C): the edit was not counted" in term.expect(")> ")
+    edits = [pid for pid, cmd in judging.items() if "drill_fix_runner" in cmd]
+    assert not [pid for pid in edits if alive(pid)], "the endless edit outlived the Ctrl-C"
+    while running := [pid for pid in judging if alive(pid)]:  # its supervisor ends on its own
+        assert time.monotonic() < deadline, f"still running after Ctrl-C: {running}"
+        time.sleep(0.1)
+    term.send("f")  # the editor opens on the interrupted edit: nothing lost
+    assert "the edit changes nothing the code does" in term.expect(")> ")
+    term.send("q")
+    assert "nothing recorded" in term.finish()
+    assert json.loads(state.read_text())["opened"] == [drill.buggy_code, endless]

@@ -32,6 +32,9 @@ def judge_in_sandbox(drill: Drill, code: str, timeout: float = TIMEOUT_S) -> Fix
     box = FixSandbox(limits, isolate="guards")
     try:
         status = box.run([code], [{"drill": drill.id, "form": drill.variant_index}], b"")
+    except KeyboardInterrupt:  # Ctrl-C, or the kernel interrupted: the edit's processes end too
+        box.interrupt()
+        raise
     finally:
         box.close()
     verdict = next((r for r in status.records if r.get("event") == "verdict"), None)

@@ -99,7 +99,11 @@ def _fix(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     if edit_problem(drill, edit) is None:
         out.write(f"  judging your edit in a separate process (stopped after {TIME_LIMIT_S:g} s)...\n")
         out.flush()
-    out.write(textwrap.indent(session.fix(edit), "  ") + "\n")
+    try:
+        text = session.fix(edit)
+    except KeyboardInterrupt:
+        text = "judging stopped (Ctrl-C): the edit was not counted; f tries again from it"
+    out.write(textwrap.indent(text, "  ") + "\n")
 
 
 def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str | None:
@@ -146,7 +150,8 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
                 out.write(session.answer(choice, hypothesis) + "\n")
             out.write("\n" + session.reveal() + "\n")
             text = session.next()
-    except _Quit as why:
+    except (_Quit, KeyboardInterrupt) as err:
+        why = str(err) or "Ctrl-C"
         out.write(f"\nround ended ({why}) after {len(session.results)} of {len(session.drills)} drills\n")
 
 

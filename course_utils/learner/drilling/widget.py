@@ -81,6 +81,7 @@ def build_widget(session):
     def fix_box(drill):
         """Fix-it mode: the buggy code to edit, judged by the drill's own measurement."""
         if not fixit.has_fixit(drill):
+            ui.fix = None
             return w.HTML("<i>This drill has no fix-it mode: answer with a letter.</i>")
         ui.fix = fix_controls(w, drill)
         ui.fix.run.on_click(on_fix)
@@ -99,6 +100,8 @@ def build_widget(session):
         answered_before = session.answered
         try:
             text = session.fix(fix.editor.value)
+        except KeyboardInterrupt:  # the kernel's stop button
+            text = "judging stopped (the kernel was interrupted): the edit was not counted"
         except Exception as err:  # noqa: BLE001 - the widget must say why, never hang on "judging"
             text = f"your edit could not be judged: {type(err).__name__}: {err}"
         finally:
@@ -147,6 +150,8 @@ def build_widget(session):
 
         clock.playing = False
         start.disabled = nxt.disabled = finish.disabled = True
+        if ui.fix is not None:  # the round is recorded: a later edit would not count
+            ui.fix.run.disabled = ui.fix.editor.disabled = True
         table = session.finish()
         summary.outputs = ()
         with summary:
