@@ -85,8 +85,9 @@ def build_widget(session):
             return w.HTML("<i>This drill has no fix-it mode: answer with a letter.</i>")
         ui.fix = fix_controls(w, drill)
         ui.fix.run.on_click(on_fix)
-        return w.VBox([w.HTML("<b>Or fix it:</b> edit the code; it passes when the symptom is gone "
-                              "and the code still does its job."), ui.fix.editor,
+        return w.VBox([w.HTML("<b>Or fix it:</b> edit the code (indent with spaces: Tab moves to the "
+                              "next control); it passes when the symptom is gone and the code still "
+                              "does its job."), ui.fix.editor,
                        row([ui.fix.run, ui.fix.waited]), ui.fix.verdict, ui.fix.judging])
 
     def on_fix(_):
