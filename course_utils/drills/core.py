@@ -218,6 +218,8 @@ class Drill:
     # code, and a check of the job beyond the symptom: job(edited run, fixed run) -> problem or None
     other_fixes: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
     job: Callable[[CodeRun, CodeRun], str | None] | None = field(default=None, repr=False, compare=False)
+    # names of the buggy code a correct fix may compute otherwise (a mask stored the other way round)
+    intermediates: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A comment in the code a learner must read could name the bug: the buggy version shows

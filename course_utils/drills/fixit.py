@@ -10,7 +10,7 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
    every result the buggy code computes and the fixed code keeps is there, with the fixed code's
-   shapes and values (a constant, an empty list fail);
+   shapes and values (a constant, an empty list fail), but for the drill's ``intermediates``;
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
@@ -76,6 +76,9 @@ class Training:
             if name.startswith("_") or not isinstance(value, nn.Module):
                 continue
             for pname, p in value.named_parameters():
+                if p.is_meta:  # no values: a meta parameter can neither move nor hold a gradient
+                    out[f"{name}.{pname}"] = (False, False)
+                    continue
                 before = self.start.get(id(p))
                 moved = before is not None and not torch.equal(before, p.detach())
                 grad = p.grad is not None and bool(torch.count_nonzero(p.grad))
@@ -157,6 +160,8 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
             problems.append(f"{name} is no longer computed as the fixed code computes it")
         elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):
             problems.append(f"{name} has other shapes than the fixed code's")
+        elif any(h.is_meta or w.is_meta for h, w in zip(have, want, strict=True)):
+            continue  # a meta tensor has a shape but no values (a drill's job check compares them)
         elif not all(torch.allclose(h.detach().double(), w.detach().double(), RTOL, ATOL, equal_nan=True)
                      for h, w in zip(have, want, strict=True)):
             problems.append(f"{name} holds other values than the fixed code computes")
@@ -200,7 +205,8 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
+        free = {ref_run.aliases.get(n, n) for n in drill.intermediates}
+        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code) - free)
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)

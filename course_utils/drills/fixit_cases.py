@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from course_utils.drills import fixit_cases_systems
 from course_utils.drills.core import CodeRun
 
 
@@ -110,3 +111,8 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "drop model.eval()": "the model has no dropout and no BatchNorm: eval() changes nothing it computes",
     },
 }
+
+# The devices, memory, attention, performance, distributed and seed-advice drills' cases.
+FIXIT.update(fixit_cases_systems.FIXIT)
+DODGES.update(fixit_cases_systems.DODGES)
+EQUIVALENT.update(fixit_cases_systems.EQUIVALENT)
