@@ -34,7 +34,10 @@ from tests.e2e.pages import WAIT_MS, poll, wait_for_kernel_ready
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TOOLS = Path(sys.executable).parent  # the course's environment, where `course` is
 LESSON_00 = "lessons/00_start_here.ipynb"
+LESSON_08 = "lessons/08_interview_drills.ipynb"
 NOTEBOOK = "window.jupyterapp.shell.currentWidget"
+OPEN_PATH = """() => { const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    return nb && nb.context ? nb.context.path : null; }"""  # the open document's path, once there
 
 
 def plain_path() -> str:
@@ -124,6 +127,8 @@ def readme_lab(tmp_path_factory):
 
 def run_cell(page, index: int) -> None:
     """Run cell ``index`` of the open notebook (as Shift+Enter on it) and wait until it ran."""
+    poll(page, lambda: page.evaluate(f"(i) => {NOTEBOOK}.content.widgets.length > i", index),
+         f"the notebook never showed cell {index}")  # its cells arrive after the kernel is ready
     page.evaluate(f"""async (i) => {{ const nb = {NOTEBOOK}.content; nb.activeCellIndex = i;
         await window.jupyterapp.commands.execute('notebook:run-cell'); }}""", index)
     poll(page, lambda: page.evaluate(f"""(i) => {{ const c = {NOTEBOOK}.content.widgets[i].model;
@@ -233,7 +238,7 @@ def test_lesson_08s_round_takes_a_fix_refuses_a_degenerate_one_with_its_reason_a
     started = subprocess.run([str(course), "start", "08"], cwd=ROOT, env=lab.env, capture_output=True,
                              text=True, timeout=120)
     assert started.returncode == 0, started.stderr
-    copy = tmp_path / "workspace" / "lessons" / "08_interview_drills.ipynb"
+    copy = tmp_path / "workspace" / LESSON_08
     cell, source = next((i, c.source) for i, c in enumerate(nbformat.read(copy, as_version=4).cells)
                         if "DrillSession(seed=" in c.source and "adaptive=True" in c.source)
     served = plan(5, int(re.search(r"seed=(\d+)", source).group(1)), hist=drill_history(tmp_path))
@@ -243,7 +248,9 @@ def test_lesson_08s_round_takes_a_fix_refuses_a_degenerate_one_with_its_reason_a
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     try:
-        page.goto(re.sub(r"/lab/tree/\S*\?", "/lab/tree/lessons/08_interview_drills.ipynb?", url))
+        # ?reset: only lesson 08, not the tabs the lab restores from the learner's earlier visit
+        page.goto(re.sub(r"/lab/tree/\S*\?", f"/lab/tree/{LESSON_08}?reset&", url))
+        poll(page, lambda: page.evaluate(OPEN_PATH) == LESSON_08, "lesson 08 did not open")
         wait_for_kernel_ready(page)
         run_cell(page, cell)
         widget = drill_widget(page)
