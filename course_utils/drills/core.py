@@ -51,7 +51,8 @@ class CodeRun:
         """``Type: message`` of the error, first line only ('' when the code ran through)."""
         if self.error is None:
             return ""
-        return f"{type(self.error).__name__}: {str(self.error).strip().splitlines()[0]}"
+        lines = str(self.error).strip().splitlines()
+        return f"{type(self.error).__name__}: {lines[0]}" if lines else type(self.error).__name__
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
-values before training are taken the first time a module runs forward. The grader runs this in a
+values before training are taken the first time a module runs forward. Every run starts from
+one random state (``START_SEED``), the reference's and the edit's alike. The grader runs this in a
 fresh, limited process (``course_utils.grader.drill_fix``); here it runs in-process.
 """
 
@@ -31,6 +32,7 @@ from course_utils.drills.core import CodeRun, Drill, Symptom
 
 RTOL, ATOL = 1e-3, 1e-5  # a computation's outputs: the reference's, within float32 noise
 TIME_LIMIT_S = 60.0  # the sandbox stops an edit after this (importing torch takes a few seconds)
+START_SEED = 20_240_917  # torch's random state at the start of every run (no drill seeds with it)
 
 
 @dataclass(frozen=True)
@@ -98,9 +100,21 @@ def watching():
 
 
 def _run(drill: Drill, code: str, tag: str) -> tuple[CodeRun, dict]:
-    with watching() as training:
+    # every run starts from one random state (not the one the last run left): an edit that drops
+    # the code's own seed draws other numbers than the fixed code, in any order of runs
+    with watching() as training, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(START_SEED)
         run = drill.runner(code, f"{drill.id}.{tag}")
-    return run, training.fingerprint(run.namespace)
+    return run, training.fingerprint(_without_loop_variables(run.namespace, code))
+
+
+def _without_loop_variables(namespace: dict, code: str) -> dict:
+    """The namespace without what the code's top-level loops leave behind: ``layer``, after
+    ``for layer in layers``, names the last layer of the model, not a module of its own (an edit
+    that drops the loop has none)."""
+    leftovers = {n.id for stmt in ast.parse(code).body if isinstance(stmt, (ast.For, ast.AsyncFor))
+                 for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
+    return {k: v for k, v in namespace.items() if k not in leftovers}
 
 
 _REFERENCE: dict[tuple[str, int], tuple[CodeRun, dict]] = {}
@@ -126,16 +140,40 @@ def _training_problems(ref: dict, got: dict) -> list[str]:
     return problems
 
 
+class _Results(ast.NodeVisitor):
+    """Collects the names bound outside loops, functions, classes and comprehensions."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+    def _skip(self, node: ast.AST) -> None:
+        """A loop's variables and body are its last pass's temporaries; a function's are local."""
+
+    visit_For = visit_AsyncFor = visit_While = visit_FunctionDef = visit_AsyncFunctionDef = _skip
+    visit_ClassDef = visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = _skip
+    visit_GeneratorExp = _skip
+
+
 def assigned_names(code: str) -> set[str]:
-    """The names ``code``'s top-level statements assign (what the code "returns")."""
-    names = set()
-    for stmt in ast.parse(code).body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                break
-    return names
+    """The names ``code`` assigns outside loops and functions (inside ``if``/``with``/``try`` too):
+    what the code "returns". A loop variable, or what a loop's body assigns, is the last pass's
+    temporary, which a fix may drop (summing without the loop, say). A result compares as tensors
+    (``_comparable``: a Python number as a 0-dim tensor, so a float total equals a tensor one)."""
+    visitor = _Results()
+    visitor.visit(ast.parse(code))
+    return visitor.names
+
+
+def _comparable(value) -> list[torch.Tensor] | None:
+    """``value`` as tensors to compare: ``tensors_of``, or a Python number as a 0-dim tensor (a
+    total kept as a float compares with one kept as a tensor)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [torch.tensor(float(value), dtype=torch.float64)]
+    return tensors_of(value)
 
 
 def tensors_of(value) -> list[torch.Tensor] | None:
@@ -152,10 +190,10 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
     with the fixed code's shapes and values."""
     problems = []
     for name in sorted(names):
-        want = tensors_of(ref.namespace.get(name))
+        want = _comparable(ref.namespace.get(name))
         if want is None:
             continue
-        have = tensors_of(got.namespace.get(name))
+        have = _comparable(got.namespace.get(name))
         if have is None or len(have) != len(want):
             problems.append(f"{name} is no longer computed as the fixed code computes it")
         elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from course_utils.drills import fixit_cases_systems
+from course_utils.drills import fixit_cases_systems, fixit_cases_training
 from course_utils.drills.core import CodeRun
 
 
@@ -112,7 +112,9 @@ EQUIVALENT: dict[str, dict[str, str]] = {
     },
 }
 
-# The devices, memory, attention, performance, distributed and seed-advice drills' cases.
-FIXIT.update(fixit_cases_systems.FIXIT)
-DODGES.update(fixit_cases_systems.DODGES)
-EQUIVALENT.update(fixit_cases_systems.EQUIVALENT)
+# The devices, memory, attention, performance, distributed and seed-advice drills' cases, and the
+# training-loop drills' (gradients, losses, data loading, numerics), each in its own module.
+for _cases in (fixit_cases_systems, fixit_cases_training):
+    FIXIT.update(_cases.FIXIT)
+    DODGES.update(_cases.DODGES)
+    EQUIVALENT.update(_cases.EQUIVALENT)
