@@ -31,6 +31,7 @@ from torch import nn
 from course_utils.drills.core import CodeRun, Drill, Symptom
 
 RTOL, ATOL = 1e-3, 1e-5  # a computation's outputs: the reference's, within float32 noise
+TIME_LIMIT_S = 60.0  # the sandbox stops an edit after this (importing torch takes a few seconds)
 START_SEED = 20_240_917  # torch's random state at the start of every run (no drill seeds with it)
 
 
@@ -42,12 +43,17 @@ class FixVerdict:
     symptom: str = ""
     problems: tuple[str, ...] = ()
     trained: tuple[str, ...] = field(default=())  # the parameters the edit trained
+    ran: bool = True  # False: refused before running (empty, does not compile, changes nothing)
 
     def text(self) -> str:
-        """One line per finding, as the widget and the terminal show it."""
-        head = "fix accepted" if self.passed else "fix not accepted"
-        lines = [f"{head}: {self.symptom}" if self.symptom else head]
-        return "\n".join(lines + [f"  - {p}" for p in self.problems])
+        """The verdict as the widget and the terminal show it: the head line, one line per
+        problem, and what the drill's measurement read (unless a problem already says it)."""
+        head = ("fix accepted: the symptom is gone and the code still does its job" if self.passed
+                else "fix not accepted:")
+        lines = [head, *(f"  - {p}" for p in self.problems)]
+        if self.symptom and not any(self.symptom in p for p in self.problems):
+            lines.append(f"  measured: {self.symptom}")
+        return "\n".join(lines)
 
     def as_dict(self) -> dict:
         return {"passed": self.passed, "symptom": self.symptom, "problems": list(self.problems),
@@ -200,12 +206,30 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
     return problems
 
 
+def edit_problem(drill: Drill, code: str) -> str | None:
+    """Why ``code`` is not an edit worth running (empty, not Python, or the buggy code itself with
+    at most its comments and spacing changed); None when it is. Cheap: nothing is run."""
+    if not code.strip():
+        return "the edit is empty: start from the drill's code and change what is wrong"
+    try:
+        compile(code, f"<edit of {drill.id}>", "exec")  # compiled, not run
+    except SyntaxError as err:
+        lines = code.splitlines()
+        text = lines[err.lineno - 1].strip() if err.lineno and 0 < err.lineno <= len(lines) else ""
+        where = f"line {err.lineno}: {text}" if text else f"line {err.lineno}"
+        return f"the code does not compile: {err.msg} ({where})"
+    except ValueError as err:  # e.g. a NUL character pasted into the code
+        return f"the code does not compile: {err}"
+    if ast.dump(ast.parse(code)) == ast.dump(ast.parse(drill.buggy_code)):
+        return "the edit changes nothing the code does: it is the drill's buggy code"
+    return None
+
+
 def judge_edit(drill: Drill, code: str) -> FixVerdict:
     """Judge ``code``, an edit of ``drill``'s buggy code: symptom gone and the job still done."""
-    try:
-        compile(code, f"<edit of {drill.id}>", "exec")
-    except SyntaxError as err:
-        return FixVerdict(False, problems=(f"the code does not compile: {err.msg} (line {err.lineno})",))
+    problem = edit_problem(drill, code)
+    if problem is not None:
+        return FixVerdict(False, problems=(problem,), ran=False)
     run, trained = _run(drill, code, "edit")
     if run.error is not None:
         return FixVerdict(False, problems=(f"the code raises {run.error_text}",))
