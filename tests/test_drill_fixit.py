@@ -43,6 +43,16 @@ def test_every_fix_is_accepted_and_every_degenerate_edit_rejected(drill):
     assert "try/except" in labels and ("requires_grad_(False)" in labels or "a constant" in labels)
 
 
+@pytest.mark.parametrize("drill", FIXIT, ids=lambda d: d.id)
+def test_every_form_of_a_fix_it_drill_accepts_its_fixed_code_and_rejects_its_buggy_code(drill):
+    """A round serves any form: each form's job check and reference must read its own names."""
+    for k in range(1, drill.forms):
+        form = drill.variant(k)
+        fixed, buggy = judge_edit(form, form.fixed_code), judge_edit(form, form.buggy_code)
+        assert fixed.passed, (k, fixed.problems)
+        assert not buggy.passed, k
+
+
 def test_the_mutants_cover_every_class_of_degenerate_edit_over_the_fix_it_drills():
     from course_utils.drills.fixit import reference
 
@@ -128,3 +138,109 @@ def test_each_drills_own_dodges_are_in_its_mutant_table_and_name_fix_it_drills()
     for drill_id, dodges in DODGES.items():
         labels = {label for label, _ in fix_mutants.mutants(drills.get(drill_id), [], [])}
         assert {label for label, _, _ in dodges} <= labels
+
+
+def _no_process(drill, code):
+    raise AssertionError("an edit refused before running must not start a process")
+
+
+def test_an_empty_unchanged_or_broken_edit_is_refused_at_once_kept_and_not_counted(monkeypatch):
+    monkeypatch.setattr(drill_fixit, "_JUDGE", [_no_process])
+    session = DrillSession(drills=["gradients.inplace_breaks_autograd"], record=False)
+    session.start()
+    buggy = session.current.buggy_code
+    commented = "# my notes\n" + buggy.replace("\n", "   \n") + "\n\n"
+    cases = {"": "the edit is empty", "  \n\t\n": "the edit is empty",
+             commented: "changes nothing the code does",
+             buggy.replace("h += x", "h += (x"): "does not compile: '(' was never closed (line",
+             "return 3\n": "does not compile: 'return' outside function (line 1: return 3)",
+             "x = 1\0\n": "does not compile"}
+    for code, why in cases.items():
+        text = session.fix(code)
+        assert text.startswith("fix not accepted:") and why in text, (code, text)
+        assert session.edits[0] == code  # the edit is kept, whatever the verdict
+    assert not session.answered and session._fixes == {}  # none of them counts as a fix tried
+
+
+def test_a_hanging_edit_is_stopped_at_the_time_limit_and_the_verdict_says_so():
+    from course_utils.grader.drill_fix import judge_in_sandbox
+
+    drill = drills.get("numerics.zero_norm_division")
+    hangs = drill.buggy_code + "while True:\n    pass\n"
+    verdict = judge_in_sandbox(drill, hangs, timeout=3)
+    assert not verdict.passed
+    assert "still running at the 3 s time limit" in verdict.text(), verdict.text()
+    assert "loop that never ends" in verdict.text()
+
+
+class _Judge:
+    """A judge that records what the widget showed while it was judging, then refuses or raises."""
+
+    def __init__(self, session, error=None):
+        self.session, self.error, self.seen = session, error, []
+
+    def __call__(self, drill, code):
+        fix = self.session.controls.fix
+        self.seen.append((fix.judging.playing, fix.run.disabled, fix.waited.layout.visibility,
+                          fix.verdict.value))
+        if self.error:
+            raise self.error
+        return judge_edit(drill, code)
+
+
+def test_the_widget_shows_progress_while_judging_keeps_a_refused_edit_and_never_hangs(monkeypatch):
+    session = DrillSession(drills=["numerics.zero_norm_division"], record=False)
+    judge = _Judge(session)
+    monkeypatch.setattr(drill_fixit, "_JUDGE", [judge])
+    session.widget()
+    ui = session.controls
+    ui.start.click()
+    zeros = session.current.buggy_code.replace("unit = x / x.norm(dim=-1, keepdim=True)",
+                                               "unit = torch.zeros_like(x)")
+    ui.fix.editor.value = zeros
+    ui.fix.run.click()
+    playing, disabled, visible, shown = judge.seen[0]
+    assert playing and disabled and visible == "visible" and "Judging your edit" in shown
+    assert "fix not accepted" in ui.fix.verdict.value and ui.fix.editor.value == zeros
+    assert not ui.fix.judging.playing and not ui.fix.run.disabled and not session.answered
+    assert ui.fix.waited.layout.visibility == "hidden"
+    judge.error = OSError("no space left on device")
+    ui.fix.run.click()
+    assert "could not be judged: OSError: no space left" in ui.fix.verdict.value
+    assert not ui.fix.run.disabled and ui.fix.editor.value == zeros
+    judge.error = KeyboardInterrupt()  # the kernel's stop button while judging
+    ui.fix.run.click()
+    assert "judging stopped" in ui.fix.verdict.value and not ui.fix.judging.playing
+    ui.fix.editor.value = ""
+    ui.fix.run.click()  # refused before any judge runs
+    assert len(judge.seen) == 3 and "the edit is empty" in ui.fix.verdict.value
+    judge.error = None
+    ui.fix.editor.value = session.current.fixed_code
+    ui.fix.run.click()
+    ui.finish.click()
+    assert ui.fix.run.disabled and ui.fix.editor.disabled  # the round is recorded
+
+
+def test_the_code_editor_is_monospace_and_does_not_wrap_lines():
+    from course_utils.learner.widgets import CODE_CLASS, STYLE
+
+    session = DrillSession(drills=["numerics.zero_norm_division"], record=False)
+    session.widget()
+    session.controls.start.click()
+    assert CODE_CLASS in session.controls.fix.editor._dom_classes
+    rule = STYLE[STYLE.index(f".{CODE_CLASS} textarea"):]
+    rule = rule[:rule.index("}")]
+    assert "monospace" in rule and "white-space: pre;" in rule and "overflow-wrap: normal" in rule
+
+
+def test_the_terminal_says_it_is_judging_and_a_second_f_starts_from_the_last_edit(in_process):
+    session = DrillSession(drills=["numerics.zero_norm_division"], record=False)
+    drill = session.drills[0]
+    zeros = drill.buggy_code.replace("unit = x / x.norm(dim=-1, keepdim=True)", "unit = torch.zeros_like(x)")
+    piped = io.StringIO(f"the norm of row 2 is zero\nf\n{zeros}.\nf\n.\nq\n")
+    out = io.StringIO()
+    play(session, piped, out)
+    text = out.getvalue()
+    assert "judging your edit in a separate process" in text and "fix not accepted" in text
+    assert "the edit is empty" in text and session.edits[0] == ""
+    assert text.count("judging your edit") == 1  # the empty edit was refused before running

@@ -76,4 +76,4 @@ def test_course_progress_shows_diagnosis_and_fix_scores_and_the_next_round(capsy
     assert rows[f"  drills: {drill.category}"][3].startswith("fixes 1/1")
     assert cli.main(["progress"]) == 0
     out = capsys.readouterr().out
-    assert "next round" in out and f"a {drill.category} drill: missed on {DAY}" in out
+    assert "next round" in out and f"a {drill.category} drill (fix-it): missed on {DAY}" in out

@@ -10,11 +10,11 @@ forever, eats memory or kills its process is a verdict "not accepted", never a h
 from __future__ import annotations
 
 from course_utils.drills import Drill
-from course_utils.drills.fixit import FixVerdict
+from course_utils.drills.fixit import TIME_LIMIT_S, FixVerdict
 from course_utils.grader.sandbox import Limits, Sandbox
 
 RUNNER = "course_utils.grader.drill_fix_runner"
-TIMEOUT_S = 60.0  # importing torch takes a few seconds; every drill runs in well under one
+TIMEOUT_S = TIME_LIMIT_S  # importing torch takes a few seconds; every drill runs in well under one
 
 
 class FixSandbox(Sandbox):
@@ -28,15 +28,23 @@ class FixSandbox(Sandbox):
 
 def judge_in_sandbox(drill: Drill, code: str, timeout: float = TIMEOUT_S) -> FixVerdict:
     """The verdict on ``code``, an edit of ``drill`` (in its form), from a limited process."""
-    box = FixSandbox(Limits(timeout=timeout), isolate="guards")
+    limits = Limits(timeout=timeout)
+    box = FixSandbox(limits, isolate="guards")
     try:
         status = box.run([code], [{"drill": drill.id, "form": drill.variant_index}], b"")
+    except KeyboardInterrupt:  # Ctrl-C, or the kernel interrupted: the edit's processes end too
+        box.interrupt()
+        raise
     finally:
         box.close()
     verdict = next((r for r in status.records if r.get("event") == "verdict"), None)
     if verdict is None:
-        why = ("it ran past the time limit" if status.timed_out
-               else f"its process ended ({status.exit_text()}) before a verdict")
+        if status.timed_out:
+            why = (f"it was still running at the {timeout:g} s time limit, and was stopped: look for "
+                   "a loop that never ends (the drill's fixed code finishes well within the limit)")
+        else:
+            why = (f"its process ended ({status.exit_text()}) before a verdict: the edit exits, "
+                   f"crashes or needs more than {limits.memory_mb} MB of memory")
         return FixVerdict(False, problems=(f"the edit was not judged: {why}",))
     problems = tuple(map(str, verdict.get("problems", [])))
     return FixVerdict(bool(verdict.get("passed")), str(verdict.get("symptom", "")), problems,

@@ -4,6 +4,7 @@ fit a laptop screen, and wrapping rows (the predict-then-run prompt is ``reveal.
 from __future__ import annotations
 
 FIT_CLASS = "mpsd-fit"
+CODE_CLASS = "mpsd-code"  # a text box holding code: monospace, its lines never wrapped
 # JupyterLab sets ``word-break: break-all`` on every <pre> of an output, which splits words
 # mid-way; inside the course's widgets text wraps at word boundaries instead (a word longer than
 # the line still breaks, rather than widening the page). Rows wrap, buttons keep their label,
@@ -25,6 +26,9 @@ STYLE = f"""<style>
 .{FIT_CLASS} img {{ max-width: 100%; height: auto; object-fit: contain; }}
 .{FIT_CLASS} .widget-text, .{FIT_CLASS} .widget-dropdown, .{FIT_CLASS} .widget-textarea
     {{ max-width: 100%; }}
+.{FIT_CLASS} .{CODE_CLASS} textarea {{ font-family: var(--jp-code-font-family, monospace);
+    font-size: var(--jp-code-font-size, 13px); line-height: 1.4; white-space: pre; word-break: normal;
+    overflow-wrap: normal; overflow-x: auto; tab-size: 4; }}
 </style>"""
 
 # The same wrapping for everything a lesson prints (reports, tables) is the page's CSS in a lab the

@@ -204,3 +204,11 @@ def picture(img, until=lambda png: True, what: str = "the picture never loaded")
         return png if png and until(png) else None
 
     return poll(img.page, probe, what)
+
+
+def drill_widget(page):
+    """Lesson 08's timed-round widget: the outermost widget box that holds the Start drill button."""
+    from course_utils.learner.drilling.mode import START
+
+    return page.locator(".jp-OutputArea-output .widget-vbox").filter(
+        has=page.locator(f"button:has-text('{START}')")).first

@@ -6,11 +6,15 @@ One walk through that lab proves: the URL ``--no-browser`` prints opens lesson 0
 last link makes the copy of lesson 01 and opens it; ``!course progress`` runs in a cell; ``course
 start 02`` runs in a JupyterLab terminal and prints what it copied; a printed report's <pre> has the
 course's page CSS (wraps at word boundaries); and after the server restarts, a saved lesson whose
-widgets have lost their kernel says to run the cell again.
+widgets have lost their kernel says to run the cell again. The same lab (and learner) then takes
+lesson 08's copy through a timed round to a fix-it drill: an edit that hides the error is refused
+with the judge's reason and stays in the editor, the drill's fix is accepted, and the round's
+summary scores the fix.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,7 +34,10 @@ from tests.e2e.pages import WAIT_MS, poll, wait_for_kernel_ready
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TOOLS = Path(sys.executable).parent  # the course's environment, where `course` is
 LESSON_00 = "lessons/00_start_here.ipynb"
+LESSON_08 = "lessons/08_interview_drills.ipynb"
 NOTEBOOK = "window.jupyterapp.shell.currentWidget"
+OPEN_PATH = """() => { const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    return nb && nb.context ? nb.context.path : null; }"""  # the open document's path, once there
 
 
 def plain_path() -> str:
@@ -45,10 +52,12 @@ class ReadmeLab:
 
     def __init__(self, python3: str, env: dict, port: int):
         self.python3, self.env, self.port = python3, env, port
-        self.server, self.lines = None, []
+        self.server, self.lines, self.url = None, [], ""
 
     def start(self) -> str:
-        """Start the lab; return the URL it prints for the learner to open."""
+        """Start the lab (unless it runs already); return the URL it prints for the learner to open."""
+        if self.server is not None and self.server.poll() is None:
+            return self.url
         self.lines = []
         self.server = subprocess.Popen(
             [self.python3, "course_utils/bootstrap.py", "lab", "--no-browser", f"--port={self.port}",
@@ -62,6 +71,7 @@ class ReadmeLab:
         while time.monotonic() < deadline:
             found = next((m.group() for line in list(self.lines) if (m := pattern.search(line))), None)
             if found:
+                self.url = found
                 return found
             assert self.server.poll() is None, "the lab exited:\n" + "".join(self.lines)
             time.sleep(0.2)
@@ -82,11 +92,13 @@ class ReadmeLab:
             self.server.wait(timeout=30)
 
 
-@pytest.fixture
-def readme_lab(tmp_path):
-    """The README's lab, or a skip saying why it cannot be started here without installing."""
+@pytest.fixture(scope="module")
+def readme_lab(tmp_path_factory):
+    """The README's lab, or a skip saying why it cannot be started here without installing; one
+    lab (and one learner's HOME) for the tests of this file."""
     from tests.hub_session import free_port
 
+    tmp_path = tmp_path_factory.mktemp("readme-lab")
     path = plain_path()
     python3 = shutil.which("python3", path=path)
     if python3 is None:
@@ -115,6 +127,8 @@ def readme_lab(tmp_path):
 
 def run_cell(page, index: int) -> None:
     """Run cell ``index`` of the open notebook (as Shift+Enter on it) and wait until it ran."""
+    poll(page, lambda: page.evaluate(f"(i) => {NOTEBOOK}.content.widgets.length > i", index),
+         f"the notebook never showed cell {index}")  # its cells arrive after the kernel is ready
     page.evaluate(f"""async (i) => {{ const nb = {NOTEBOOK}.content; nb.activeCellIndex = i;
         await window.jupyterapp.commands.execute('notebook:run-cell'); }}""", index)
     poll(page, lambda: page.evaluate(f"""(i) => {{ const c = {NOTEBOOK}.content.widgets[i].model;
@@ -194,6 +208,90 @@ def test_the_readme_lab_takes_a_learner_from_lesson_00_onwards_with_course_worki
     except BaseException:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "FAILED-learner-path.png"))
+        raise
+    finally:
+        context.close()
+
+
+def drill_history(tmp_path: Path) -> dict:
+    """The timed rounds in the lab learner's progress file (none yet: an empty history)."""
+    saved = tmp_path / "progress" / "progress.json"
+    data = json.loads(saved.read_text()) if saved.exists() else {}
+    return data.get("drill_sessions") or {"sessions": []}
+
+
+def test_lesson_08s_round_takes_a_fix_refuses_a_degenerate_one_with_its_reason_and_scores_the_fix(
+        readme_lab, browser):
+    """Lesson 08's copy in the README's lab: the timed round reaches a fix-it drill; an edit that
+    hides the error is refused with the judge's reason in the page and stays in the editor; the
+    drill's declared fix is accepted; the round's summary scores the fix; the editor is monospace
+    and does not wrap code."""
+    from course_utils.drills import fix_mutants
+    from course_utils.drills.fixit import has_fixit, judge_edit, reference
+    from course_utils.learner.drilling.plan import plan
+    from course_utils.learner.drilling.widget import FINISH, NEXT, RUN_FIX, VERDICT_CLASS
+    from tests.e2e.pages import drill_widget
+
+    lab, tmp_path = readme_lab
+    url = lab.start()
+    course = Path(lab.env["MPS_DETECTIVE_VENV"]) / "bin" / "course"
+    started = subprocess.run([str(course), "start", "08"], cwd=ROOT, env=lab.env, capture_output=True,
+                             text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    copy = tmp_path / "workspace" / LESSON_08
+    cell, source = next((i, c.source) for i, c in enumerate(nbformat.read(copy, as_version=4).cells)
+                        if "DrillSession(seed=" in c.source and "adaptive=True" in c.source)
+    served = plan(5, int(re.search(r"seed=(\d+)", source).group(1)), hist=drill_history(tmp_path))
+    first_fix = next((i for i, (d, _) in enumerate(served) if has_fixit(d)), None)
+    assert first_fix is not None, "a fresh round should hold a drill that can be fixed"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    try:
+        # ?reset: only lesson 08, not the tabs the lab restores from the learner's earlier visit
+        page.goto(re.sub(r"/lab/tree/\S*\?", f"/lab/tree/{LESSON_08}?reset&", url))
+        poll(page, lambda: page.evaluate(OPEN_PATH) == LESSON_08, "lesson 08 did not open")
+        wait_for_kernel_ready(page)
+        run_cell(page, cell)
+        widget = drill_widget(page)
+        widget.locator("button:has-text('Start drill')").click()
+        hypothesis = widget.locator(".widget-textarea textarea").first
+        for _ in range(first_fix):  # the drills before it, answered with a letter
+            poll(page, hypothesis.is_enabled, "the next card never came")
+            hypothesis.fill("the loss and the gradients look wrong")
+            widget.locator(".widget-radio-box input[type=radio]").first.check()
+            widget.locator("button:has-text('Submit')").click()
+            poll(page, widget.locator(f"button:has-text('{NEXT}')").is_enabled, "Next never enabled")
+            widget.locator(f"button:has-text('{NEXT}')").click()
+        run_fix = widget.locator(f"button:has-text('{RUN_FIX}')")
+        run_fix.wait_for()
+        drill = served[first_fix][0]
+        editor = widget.locator(".mpsd-code textarea")
+        assert editor.input_value() == drill.buggy_code, "the fix box should hold the drill's code"
+        style = editor.evaluate("e => { const s = getComputedStyle(e); "
+                                "return [s.fontFamily, s.whiteSpace, s.overflowWrap]; }")
+        assert "monospace" in style[0] and style[1:] == ["pre", "normal"], style
+
+        names = [k for k, (moved, grad) in reference(drill)[1].items() if moved or grad]
+        hidden = dict(fix_mutants.mutants(drill, names))["the buggy code with its error hidden in try/except"]
+        reason = judge_edit(drill, hidden).problems[0]
+        verdict = widget.locator(f".{VERDICT_CLASS}")
+        editor.fill(hidden)
+        run_fix.click()
+        poll(page, lambda: "fix not accepted" in verdict.inner_text(), "the degenerate edit got no verdict")
+        assert reason in verdict.inner_text(), (reason, verdict.inner_text())
+        assert editor.input_value() == hidden, "the refused edit left the editor"
+
+        editor.fill(drill.fixed_code)
+        run_fix.click()
+        poll(page, lambda: "fix accepted" in verdict.inner_text(), "the declared fix got no verdict")
+        assert "Fixed in" in widget.inner_text()
+        widget.locator(f"button:has-text('{FINISH}')").click()
+        summary = poll(page, lambda: "score:" in (t := widget.inner_text()) and t, "no summary")
+        assert f"{drill.category} 1/1 (fixes 1/1)" in summary, summary
+    except BaseException:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "FAILED-fix-it-path.png"))
         raise
     finally:
         context.close()

@@ -20,7 +20,7 @@ import pytest
 
 from course_utils.learner.drilling.mode import START
 from tests.e2e.conftest import ARTIFACTS, ROOT, SCREENSHOTS
-from tests.e2e.pages import WAIT_MS, bring_into_view, picture, poll
+from tests.e2e.pages import WAIT_MS, bring_into_view, drill_widget, picture, poll
 from tests.e2e.viewports import check_viewports, diff_problems
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -264,18 +264,14 @@ HELD_RUNNING = """(mark) => {
 CLOCK_PLAYING = ".widget-play i.fa-pause"
 
 
-def drill_widget(page):
-    """The outermost widget box that holds the Start drill button."""
-    return page.locator(".jp-OutputArea-output .widget-vbox").filter(
-        has=page.locator(f"button:has-text('{START}')")).first
-
-
 def seconds_shown(widget) -> int:
     return int(widget.locator(".widget-text:has(label:text-is('seconds')) input").input_value())
 
 
 def bar_width(widget) -> float:
-    style = widget.locator(".widget-hprogress .progress-bar").get_attribute("style") or ""
+    """The drill clock's bar ("time used"; a fix box has a judging bar of its own), in percent."""
+    clock_bar = widget.locator(".widget-hprogress:has(label:text-is('time used')) .progress-bar")
+    style = clock_bar.get_attribute("style") or ""
     width = [part for part in style.split(";") if part.strip().startswith("width")]
     return float(width[0].split(":")[1].strip().rstrip("%")) if width else 0.0
 
@@ -314,7 +310,7 @@ def test_the_drill_clock_counts_in_the_browser_even_while_the_kernel_is_busy(run
     expect(widget.locator(CLOCK_PLAYING)).to_have_count(0)
 
     widget.locator(f"button:has-text('{START}')").click()
-    widget.locator(".widget-textarea textarea").wait_for(timeout=WAIT_MS)  # the card's hypothesis box
+    widget.locator(".widget-textarea textarea").first.wait_for(timeout=WAIT_MS)  # the card's hypothesis box
     assert "torch" in widget.locator(".widget-html pre").first.inner_text()  # the buggy code shows
     first = wait_for_count(widget, 1)
 
@@ -331,7 +327,7 @@ def test_the_drill_clock_counts_in_the_browser_even_while_the_kernel_is_busy(run
         release.touch()
     poll(page, lambda: not kernel_held(page), "the held cell never finished after its release")
 
-    widget.locator(".widget-textarea textarea").fill("softmax applied twice; the loss has a floor")
+    widget.locator(".widget-textarea textarea").first.fill("softmax applied twice; the loss has a floor")
     widget.locator(".widget-radio-box input[type=radio]").first.check()
     expect(widget.locator(CLOCK_PLAYING)).to_have_count(1)
     widget.locator("button:has-text('Submit')").click()

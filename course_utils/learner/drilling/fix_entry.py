@@ -3,7 +3,8 @@
 The judge lives above this layer (``course_utils.grader.drill_fix`` runs the edit in ``course
 grade``'s sandbox); ``course_utils`` hands it here with ``set_judge`` when the package is imported.
 ``judge(drill, code)`` calls it; without one (this module used on its own) the edit is judged in
-this process, and the verdict says so.
+this process, and the verdict says so. An edit that is empty, does not compile or changes nothing
+is refused at once, without starting a process (``fixit.edit_problem``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import dataclasses
 from collections.abc import Callable
 
 from course_utils.drills import Drill
-from course_utils.drills.fixit import FixVerdict, has_fixit, judge_edit
+from course_utils.drills.fixit import TIME_LIMIT_S, FixVerdict, edit_problem, has_fixit, judge_edit
 
-__all__ = ["has_fixit", "judge", "set_judge"]
+__all__ = ["TIME_LIMIT_S", "edit_problem", "has_fixit", "judge", "set_judge"]
 
 _JUDGE: list[Callable[[Drill, str], FixVerdict]] = []
 
@@ -28,6 +29,9 @@ def judge(drill: Drill, code: str) -> FixVerdict:
     """The verdict on ``code``, an edit of ``drill``'s buggy code (sandboxed when a judge is set)."""
     if not has_fixit(drill):
         raise ValueError(f"{drill.id} has no fix-it mode: answer with a letter")
+    problem = edit_problem(drill, code)
+    if problem is not None:
+        return FixVerdict(False, problems=(problem,), ran=False)
     if _JUDGE:
         return _JUDGE[0](drill, code)
     verdict = judge_edit(drill, code)

@@ -49,6 +49,7 @@ from course_utils.learner.drilling.scoring import (
     Result,
     category_name,
     clock_text,
+    drills_text,
     letter_index,
     pick,
     score_table,
@@ -85,6 +86,7 @@ class DrillSession:
         self.controls: SimpleNamespace | None = None
         self._started_at: float | None = None
         self._fixes: dict[int, bool] = {}  # drill index -> a fix-it edit was accepted
+        self.edits: dict[int, str] = {}  # drill index -> the learner's last fix-it edit
 
     # --- state ------------------------------------------------------------------------------------
     @property
@@ -143,10 +145,15 @@ class DrillSession:
     def fix(self, code: str) -> str:
         """Fix-it mode: judge ``code``, an edit of the current drill's buggy code (before or after
         the letter; a fix accepted before any letter answers the drill, as a right diagnosis).
-        The verdict's text; the drill's result keeps whether a fix was accepted."""
+        The verdict's text; the drill's result keeps whether a fix was accepted (an edit refused
+        before it ran, being empty or not Python, is not counted). The last edit of each drill is
+        kept in ``edits``, so a refused edit is never lost."""
         drill = self.current if self.current is not None and not self.answered else self._last()
-        verdict = fixit.judge(drill, code)
         index = self.drills.index(drill)
+        self.edits[index] = code
+        verdict = fixit.judge(drill, code)
+        if not verdict.ran:
+            return verdict.text()
         self._fixes[index] = self._fixes.get(index, False) or verdict.passed
         if index < len(self.results):
             self.results[index] = dataclasses.replace(self.results[index], fixed=self._fixes[index])
@@ -221,7 +228,7 @@ class DrillSession:
         """The round as plain text (what a terminal or nbval sees)."""
         where = f"category {self.category}" if self.category else (
             "chosen from your history" if self.reasons else "all categories")
-        return (f"Timed drills: {len(self.drills)} drills ({where}, seed {self.seed}), "
+        return (f"Timed drills: {drills_text(len(self.drills))} ({where}, seed {self.seed}), "
                 f"{self.clocks_text()}. Press '{START}' in the widget; from code: "
                 "start(), answer('B', 'your hypothesis'), reveal(), next(), finish().")
 

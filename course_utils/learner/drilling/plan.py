@@ -11,6 +11,9 @@ with its date. From it:
   the lowest first, drills of it the learner has seen least recently first.
 - **new ground**: categories never tried, then the rest of the timed pool in the seed's order.
 
+Within a category, a drill that offers fix-it mode comes before the others: an interview asks to
+find the bug *and* fix it, and such a drill scores both.
+
 ``plan(count, seed, today)`` returns ``[(drill, reason)]``; ``plan_text()`` says it in words
 (``course progress`` prints it as the next round's choice).
 """
@@ -22,6 +25,7 @@ import random
 from dataclasses import dataclass
 
 from course_utils.drills import Drill, get, timed_pool
+from course_utils.drills.fixit import has_fixit
 from course_utils.learner.drilling.history import history
 
 FIRST_INTERVAL_DAYS = 1
@@ -96,19 +100,27 @@ def plan(count: int = 5, seed: int = 0, today: dt.date | None = None,
             break
         right, n = scores[category]
         fresh = sorted((d for d in pool.values() if d.category == category and d.id not in chosen),
-                       key=lambda d: (mem[d.id].last if d.id in mem else dt.date.min, rng.random()))
+                       key=lambda d: (mem[d.id].last if d.id in mem else dt.date.min, not has_fixit(d),
+                                      rng.random()))
         for drill in fresh[:2]:
             chosen.setdefault(drill.id, f"from your weakest category, {category} ({right}/{n} right)")
     untried = [d for d in pool.values() if d.category not in scores]
     rng.shuffle(untried)
-    for drill in untried:
+    for drill in untried:  # the categories in the seed's order, in each a drill that can be fixed first
         if not any(pool[i].category == drill.category for i in chosen):
-            chosen.setdefault(drill.id, f"a category you have not tried yet: {drill.category}")
+            same = [d for d in untried if d.category == drill.category]
+            pick = next((d for d in same if has_fixit(d)), drill)
+            chosen.setdefault(pick.id, f"a category you have not tried yet: {drill.category}")
     rest = [i for i in pool if i not in chosen and i not in mem]
     rng.shuffle(rest)
     for i in rest:
         chosen.setdefault(i, "new to you, drawn at random")
     return [(get(i), why) for i, why in list(chosen.items())[:count]]
+
+
+def article(word: str) -> str:
+    """'an' before a vowel sound ("an attention drill"), else 'a'."""
+    return "an" if word[:1].lower() in "aeio" else "a"
 
 
 def plan_text(count: int = 5, today: dt.date | None = None) -> str:
@@ -117,5 +129,6 @@ def plan_text(count: int = 5, today: dt.date | None = None) -> str:
     if not history().get("sessions"):
         return "next round: no rounds recorded yet, so a round across all categories"
     lines = ["next round (course drill, or lesson 08's widget), and why:"]
-    lines += [f"  {n}. a {d.category} drill: {why}" for n, (d, why) in enumerate(choice, 1)]
+    lines += [f"  {n}. {article(d.category)} {d.category} drill{' (fix-it)' if has_fixit(d) else ''}: "
+              f"{why}" for n, (d, why) in enumerate(choice, 1)]
     return "\n".join(lines)

@@ -84,6 +84,11 @@ class Result:
         return (0.5 if self.late else 1.0) if self.right else 0.0
 
 
+def drills_text(n: int) -> str:
+    """'1 drill', '5 drills'."""
+    return f"{n} drill{'' if n == 1 else 's'}"
+
+
 def clock_text(seconds: float) -> str:
     """Seconds as m:ss."""
     whole = max(0, int(seconds))

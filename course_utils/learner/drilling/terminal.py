@@ -3,7 +3,8 @@
 The same drills and order as the notebook's drill mode (``learner.drilling.mode``): for each drill
 it prints the buggy code and the question with lettered choices, reads a hypothesis and then an
 answer from stdin (``?`` runs the buggy code and prints its measured symptom, ``f`` on a fix-it
-drill takes an edit of the code, in $EDITOR or pasted and ended by a line ".", ``q`` ends the round),
+drill takes an edit of the code, in $VISUAL or $EDITOR or pasted and ended by a line "." (a second
+``f`` starts from the last edit), ``q`` ends the round),
 says right or wrong with the time taken, and reveals the fix. At the end it prints the score table
 and records the round in the same history as the notebook ("drill_sessions" in the progress file).
 
@@ -26,8 +27,9 @@ from typing import TextIO
 
 from course_utils.core.errors import CourseError
 from course_utils.drills.hypothesis_gate import hypothesis_problem
-from course_utils.learner.drilling.fix_entry import has_fixit
+from course_utils.learner.drilling.fix_entry import TIME_LIMIT_S, edit_problem, has_fixit
 from course_utils.learner.drilling.mode import LETTERS, DrillSession, clock_text, history_text
+from course_utils.learner.drilling.scoring import drills_text
 
 NO_TTY = ("stdin is not a terminal, and the drills are interactive. Run it in a terminal, or pass "
           "--stdin to read the answers from a pipe: one line per prompt, a hypothesis then a letter "
@@ -63,25 +65,45 @@ def _hypothesis(code: str, stdin: TextIO, out: TextIO) -> str:
 
 
 def _edited(code: str, stdin: TextIO, out: TextIO) -> str:
-    """The learner's edit of ``code``: in $EDITOR on a terminal, else pasted lines ending with '.'."""
-    editor = os.environ.get("EDITOR")
+    """The learner's edit of ``code`` (the drill's code, or their last edit of it): in $VISUAL or
+    $EDITOR on a terminal, else pasted lines ending with '.'."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if stdin.isatty() and editor:
         with tempfile.NamedTemporaryFile("w+", suffix=".py", delete=False) as f:
             f.write(code)
         try:
+            out.write(f"  editing in {editor}: save and quit to have the edit judged\n")
+            out.flush()
             subprocess.run([*shlex.split(editor), f.name], check=False)
             return Path(f.name).read_text(encoding="utf-8")
         finally:
             os.unlink(f.name)
-    out.write("  paste the whole edited code, then a line with a single '.':\n")
+    hint = " (set EDITOR to edit it in your editor instead)" if stdin.isatty() else ""
+    out.write(f"  paste the whole edited code, then a line with a single '.'{hint}:\n")
+    out.flush()
     lines = []
     while True:
         line = stdin.readline()
         if not line:
             raise _Quit("input ended")
-        if line.rstrip("\n") == ".":
+        if line.rstrip("\r\n") == ".":
             return "".join(lines)
         lines.append(line)
+
+
+def _fix(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
+    """Take an edit of the current drill's code (starting from the last one) and print the verdict."""
+    drill = session.current
+    last = session.edits.get(session.index, "")
+    edit = _edited(last if last.strip() else drill.buggy_code, stdin, out)
+    if edit_problem(drill, edit) is None:
+        out.write(f"  judging your edit in a separate process (stopped after {TIME_LIMIT_S:g} s)...\n")
+        out.flush()
+    try:
+        text = session.fix(edit)
+    except KeyboardInterrupt:
+        text = "judging stopped (Ctrl-C): the edit was not counted; f tries again from it"
+    out.write(textwrap.indent(text, "  ") + "\n")
 
 
 def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str | None:
@@ -98,7 +120,7 @@ def _choice(session: DrillSession, stdin: TextIO, out: TextIO) -> str | None:
         if text == "?":
             out.write(f"  symptom (measured): {drill.symptom()}\n")
         elif text.lower() == "f" and can_fix:
-            out.write(textwrap.indent(session.fix(_edited(drill.buggy_code, stdin, out)), "  ") + "\n")
+            _fix(session, stdin, out)
             if session.answered:
                 return None
         elif len(text) == 1 and text.upper() in letters:
@@ -112,7 +134,7 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
     """Serve the session's drills one by one until the round ends, the input ends or q."""
     where = ("category " + session.category if session.category else
              "chosen from your history" if session.reasons else "all categories")
-    out.write(f"Timed drills: {len(session.drills)} drills "
+    out.write(f"Timed drills: {drills_text(len(session.drills))} "
               f"({where}, seed {session.seed}"
               f"{'' if session.reasons else f'; repeat this round with --seed {session.seed}'}), "
               f"{session.clocks_text()}.\nWrite a hypothesis first, then answer with a "
@@ -128,7 +150,8 @@ def play(session: DrillSession, stdin: TextIO, out: TextIO) -> None:
                 out.write(session.answer(choice, hypothesis) + "\n")
             out.write("\n" + session.reveal() + "\n")
             text = session.next()
-    except _Quit as why:
+    except (_Quit, KeyboardInterrupt) as err:
+        why = str(err) or "Ctrl-C"
         out.write(f"\nround ended ({why}) after {len(session.results)} of {len(session.drills)} drills\n")
 
 

@@ -13,10 +13,11 @@ from types import SimpleNamespace
 
 from course_utils.learner.drilling import fix_entry as fixit
 from course_utils.learner.drilling.history import history_text, plot_history
-from course_utils.learner.drilling.scoring import clock_text
-from course_utils.learner.widgets import row
+from course_utils.learner.drilling.scoring import clock_text, drills_text
+from course_utils.learner.widgets import CODE_CLASS, row
 
 START, NEXT, FINISH, RUN_FIX = "Start drill", "Next drill", "Finish round", "Run my fix"
+VERDICT_CLASS = "mpsd-fix-verdict"  # the fix box's verdict (the browser test reads it)
 
 
 def build_widget(session):
@@ -80,25 +81,37 @@ def build_widget(session):
     def fix_box(drill):
         """Fix-it mode: the buggy code to edit, judged by the drill's own measurement."""
         if not fixit.has_fixit(drill):
+            ui.fix = None
             return w.HTML("<i>This drill has no fix-it mode: answer with a letter.</i>")
-        height = f"{18 * len(drill.buggy_code.splitlines()) + 20}px"
-        editor = w.Textarea(value=drill.buggy_code, description="Fix it",
-                            layout={"width": "95%", "height": height})
-        run_fix = w.Button(description=RUN_FIX, layout={"width": "max-content"})
-        verdict = w.HTML()
-        ui.fix = SimpleNamespace(editor=editor, run=run_fix, verdict=verdict)
+        ui.fix = fix_controls(w, drill)
+        ui.fix.run.on_click(on_fix)
+        return w.VBox([w.HTML("<b>Or fix it:</b> edit the code (indent with spaces: Tab moves to the "
+                              "next control); it passes when the symptom is gone and the code still "
+                              "does its job."), ui.fix.editor,
+                       row([ui.fix.run, ui.fix.waited]), ui.fix.verdict, ui.fix.judging])
 
-        def on_fix(_):
-            verdict.value = "<i>running your edit in the sandbox...</i>"
-            answered_before = session.answered
-            text = session.fix(editor.value)
-            verdict.value = f"<pre>{html.escape(text)}</pre>"
-            if session.answered and not answered_before:  # the fix answered the drill
-                close_drill(session.results[-1], by_fix=True)
-
-        run_fix.on_click(on_fix)
-        return w.VBox([w.HTML("<b>Or fix it:</b> edit the code; it passes when the symptom is gone "
-                              "and the code still does its job."), editor, run_fix, verdict])
+    def on_fix(_):
+        """Judge the edit; the judging bar counts in the browser meanwhile, the editor keeps the edit."""
+        fix = ui.fix
+        fix.run.disabled = True
+        fix.verdict.value = (f"<i>Judging your edit in a separate process (stopped after "
+                             f"{fixit.TIME_LIMIT_S:g} s)...</i>")
+        fix.judging.value, fix.judging.playing = 0, True
+        fix.waited.layout.visibility = "visible"
+        answered_before = session.answered
+        try:
+            text = session.fix(fix.editor.value)
+        except KeyboardInterrupt:  # the kernel's stop button
+            text = "judging stopped (the kernel was interrupted): the edit was not counted"
+        except Exception as err:  # noqa: BLE001 - the widget must say why, never hang on "judging"
+            text = f"your edit could not be judged: {type(err).__name__}: {err}"
+        finally:
+            fix.judging.playing = False
+            fix.waited.layout.visibility = "hidden"
+            fix.run.disabled = False
+        fix.verdict.value = f"<pre>{html.escape(text)}</pre>"
+        if session.answered and not answered_before:  # the fix answered the drill
+            close_drill(session.results[-1], by_fix=True)
 
     def on_start(_):
         start.disabled = True
@@ -138,6 +151,8 @@ def build_widget(session):
 
         clock.playing = False
         start.disabled = nxt.disabled = finish.disabled = True
+        if ui.fix is not None:  # the round is recorded: a later edit would not count
+            ui.fix.run.disabled = ui.fix.editor.disabled = True
         table = session.finish()
         summary.outputs = ()
         with summary:
@@ -158,6 +173,26 @@ def build_widget(session):
     nxt.on_click(on_next)
     finish.on_click(on_finish)
     clock.observe(on_tick, names="value")
-    title = w.HTML(f"<b>Timed drills</b> · {n} drills, seed {session.seed} · {session.clocks_text()}")
+    title = w.HTML(f"<b>Timed drills</b> · {drills_text(n)}, seed {session.seed} · {session.clocks_text()}")
     return w.VBox([title, header, row([clock, bar, counter]), status, start, card_box,
                    row([nxt, finish]), summary])
+
+
+def fix_controls(w, drill) -> SimpleNamespace:
+    """The fix box's controls: the code editor (monospace, lines never wrapped), the run button,
+    a judging bar linked in the browser to a hidden ``Play`` (it counts while the kernel waits on
+    the judge) and the verdict."""
+    height = f"{18 * len(drill.buggy_code.splitlines()) + 20}px"
+    editor = w.Textarea(value=drill.buggy_code, description="Fix it",
+                        layout={"width": "95%", "height": height})
+    editor.add_class(CODE_CLASS)
+    verdict = w.HTML()
+    verdict.add_class(VERDICT_CLASS)
+    limit = int(fixit.TIME_LIMIT_S)
+    judging = w.Play(value=0, min=0, max=limit, step=1, interval=1000, show_repeat=False,
+                     disabled=True, layout={"display": "none"})
+    waited = w.IntProgress(value=0, min=0, max=limit, description="judging",
+                           layout={"width": "260px", "visibility": "hidden"})
+    return SimpleNamespace(editor=editor, run=w.Button(description=RUN_FIX, layout={"width": "max-content"}),
+                           verdict=verdict, judging=judging, waited=waited,
+                           link=w.jslink((judging, "value"), (waited, "value")))
