@@ -47,15 +47,16 @@ def test_a_sampler_iterated_with_one_epoch_value_is_the_same_order_and_set_epoch
 
 
 def labels_loop(apart: bool, steps: int = 160):
+    """Fresh batches of 1024 every step (nothing to memorise): labels drawn from the inputs, or apart
+    from them with the same class frequencies."""
     def train():
-        x = torch.randn(2048, 8)
-        y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
-        labels = y[torch.randperm(len(y))] if apart else y
         model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         for _ in range(steps):
-            idx = torch.randint(0, len(x), (64,))
-            loss = F.cross_entropy(model(x[idx]), labels[idx])
+            x = torch.randn(1024, 8)
+            source = torch.randn(1024, 8) if apart else x
+            labels = (source[:, 0] > 0).long() + (source[:, 1] > 0).long()
+            loss = F.cross_entropy(model(x), labels)
             opt.zero_grad()
             loss.backward()
             opt.step()
