@@ -1,7 +1,7 @@
 """``course watch`` against torcheck, cockpit and ``torch.autograd.detect_anomaly`` on real training
 bugs: detection, false alarms, glue and overhead, side by side.
 
-    build/bench-venv/bin/python tests/benchmarks/bench_watch.py [--jobs 2] [--only NAME ...]
+    build/bench-venv/bin/python tests/benchmarks/bench_watch.py [--jobs 2] [--only NAME ...] [--publish]
 
 Not part of the test suite. The peers live in their own environment, torch pinned (README,
 "course watch"); without it only ``course watch`` runs. Every script in ``watch_scripts/`` has a bug
@@ -32,7 +32,8 @@ small CNN, timed in this thread's CPU time; the ratio of the medians.
 
 A run's result is kept in ``build/bench-watch/cache`` under a hash of what it depends on (the
 script, ``watch_peers.py``, torch's version, for ``course watch`` the toolkit's code) and reused
-while that is unchanged; ``--fresh`` reruns everything.
+while that is unchanged; ``--fresh`` reruns everything. ``--publish`` keeps course watch's rows as
+each pair's latest result and writes the table of all batches in docs/watch.md (``watch_batches``).
 """
 
 from __future__ import annotations
@@ -299,6 +300,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=900, help="seconds per run")
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="rerun every script (no cached results)")
+    parser.add_argument("--publish", action="store_true", help="record the rows, write docs/watch.md's table")
     args = parser.parse_args()
     tools = [t for t in args.tools if t == "watch" or _installed(t)]
     cases = scripts(args.only)
@@ -326,6 +328,8 @@ def main() -> int:
                          "overhead": ratios, "rows": rows}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "summary.json").write_text(json.dumps(summary, indent=1, default=str), encoding="utf-8")
+    if args.publish and "watch" in summary:
+        print(f"written: {__import__('watch_batches').publish(summary['watch']['rows'])}")
     watch = summary.get("watch")  # the exit code judges course watch (a peers-only run: 0)
     return 0 if not watch or watch["detected"] >= 0.9 * watch["scripts"] and not watch["false_alarms"] else 1
 

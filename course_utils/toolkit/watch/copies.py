@@ -53,14 +53,17 @@ class Copies:
         self.watcher = watcher
         self.averaged: list[tuple] = []  # (weakref original, weakref copy, site, first fingerprint, step)
         self.scalers: weakref.WeakSet = weakref.WeakSet()  # scalers that scaled since their update()
+        self.stale: dict = {}  # site -> what: averaged copies unchanged at their last check
         self._saved: list[tuple] = []
 
     # --- wrapping -----------------------------------------------------------------------------------
     def install(self) -> None:
         from torch.amp import grad_scaler
         from torch.nn.utils import clip_grad
+        from torch.optim import swa_utils
 
         targets = [(copy, "copy", self._copy), (copy, "deepcopy", self._deepcopy),
+                   (swa_utils, "deepcopy", self._deepcopy),  # AveragedModel's own, imported by name
                    (torch.nn.utils, "clip_grad_norm_", self._clip),
                    (clip_grad, "clip_grad_norm_", self._clip),
                    (grad_scaler.GradScaler, "scale", self._scale),
@@ -163,20 +166,34 @@ class Copies:
                             "large")
 
     def check(self, step: int) -> None:
-        """On a check step: averaged copies unchanged for STALE_AFTER steps of a model that moved."""
+        """On a check step: averaged copies unchanged for STALE_AFTER steps of a model that moved are
+        stale, unless they change later (SWA collects only from its start epoch on): the verdict is
+        the one standing when the run ends (``finish``). After the first verdict, every 100th step."""
         keep = []
-        for orig_ref, copy_ref, site, first, made_at in self.averaged:
+        for entry in self.averaged:
+            orig_ref, copy_ref, site, first, made_at = entry
             orig, out = orig_ref(), copy_ref()
             if orig is None or out is None:
-                continue
-            if step - made_at < STALE_AFTER:
-                keep.append((orig_ref, copy_ref, site, first, made_at))
-            elif fingerprint_params(out) == first and fingerprint_params(orig) != first:
-                self.report("stale copy", site, f"the copy made here ({type(out).__name__}, "
-                            f"{sum(p.numel() for p in out.parameters())} values) is bit-identical to its "
-                            f"first state after {step - made_at} optimizer steps, while the model it copies "
-                            "moved")
+                continue  # gone: its last verdict stands
+            if step - made_at < STALE_AFTER or (site in self.stale and step % 100):
+                keep.append(entry)
+            elif fingerprint_params(out) != first:
+                self.stale.pop(site, None)  # it follows the model: dropped
+            else:
+                if fingerprint_params(orig) != first:
+                    values = sum(p.numel() for p in out.parameters())
+                    self.stale[site] = (
+                        f"the copy made here ({type(out).__name__}, {values} values) was still bit-identical "
+                        f"to its first state after {step - made_at} optimizer steps, while the model it "
+                        "copies moved")
+                keep.append(entry)
         self.averaged = keep
+
+    def finish(self) -> None:
+        """At the end of the run: the averaged copies that never changed."""
+        for site, what in self.stale.items():
+            self.report("stale copy", site, what)
+        self.stale.clear()
 
     def report(self, kind: str, site, what: str) -> None:
         self.watcher.log.add(Finding(kind, what, site, self.watcher.step + 1, subject=f"{kind} {site}"))

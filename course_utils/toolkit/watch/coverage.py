@@ -42,6 +42,8 @@ def _missing(models, owner, params: list, held: set, step: int, how: str = "") -
     trainable = [(n, p) for n, p in params if p.requires_grad]
     missing = [(n, p) for n, p in trainable if id(p) not in held]
     got_grad = any(p.grad is not None for _, p in missing)
+    if got_grad and all(_zeroed(p) for _, p in missing):
+        return  # the script zeroes their gradients itself: frozen on purpose, kept out of the optimizer
     if not missing or not (len(missing) < len(trainable) or got_grad) or (how and not got_grad):
         return  # an unregistered module that gets no gradient: a frozen helper kept out on purpose
     count = sum(p.numel() for _, p in missing)
@@ -58,6 +60,12 @@ def _missing(models, owner, params: list, held: set, step: int, how: str = "") -
             subject=f"{type(owner).__name__}@{id(owner)}",
         )
     )
+
+
+def _zeroed(p) -> bool:
+    """A gradient that exists and is all zeros after backward: cleared by the script's own hand."""
+    g = p.grad
+    return g is not None and not g.is_sparse and not bool(g.any())
 
 
 def _stale(models, opt, in_models: set, step: int) -> None:

@@ -228,6 +228,38 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
         "scaler.scale(loss).backward(); scaler.unscale_(optimizer); clip_grad_norm_(...); "
         "scaler.step(optimizer); scaler.update()",
     ),
+    "same order": (
+        "the same data order every epoch",
+        "bug",
+        "a DistributedSampler seeds its shuffle with seed + epoch: without set_epoch(epoch) every epoch "
+        "draws the same permutation, so the batches (and the negatives in each) repeat in the same order",
+        "call sampler.set_epoch(epoch) at the start of every epoch, inside the epoch loop",
+    ),
+    "loss at chance": (
+        "a classification loss that ends the run at chance",
+        "bug",
+        "the loss stays at the entropy of the labels, the loss of predicting only the class frequencies: "
+        "the inputs tell the model nothing about their labels, usually because labels were shuffled, "
+        "split or indexed apart from their inputs",
+        "shuffle and split inputs and labels with one permutation, and take each label by the index its "
+        "sample came with (dataset returns (x, y) together), not by batch position",
+    ),
+    "lr schedule": (
+        "a warm-up that never finishes",
+        "bug",
+        "the schedule is sized in optimizer steps but scheduler.step() runs once per epoch: the learning "
+        "rate stays in its warm-up, far below the peak, for the whole run",
+        "call scheduler.step() after every optimizer.step() (Lightning: interval='step'), or size the "
+        "schedule in epochs",
+    ),
+    "decayed while frozen": (
+        "a parameter with a zero gradient that changes all the same",
+        "bug",
+        "zeroed gradients do not stop an optimizer: weight decay (AdamW's decoupled decay above all) and "
+        "momentum from earlier steps still move the parameters meant to stay fixed",
+        "leave frozen parameters out of the optimizer (or give them weight_decay=0 and no momentum), "
+        "zero_grad(set_to_none=True) so the optimizer skips them, or restore their values after each step",
+    ),
     "note": ("note", "info", "", ""),
 }
 

@@ -5,7 +5,9 @@ targets, and classification targets that never vary. Each finding states the num
 The inputs are read where the loss is called (``F.cross_entropy`` and friends are torch functions,
 so the deep windows' function mode sees them, hand-written losses through their ops); a per-token
 loss computed with ``reduction="none"`` is followed until it is reduced, and is fine if a mask
-multiplies it on the way.
+multiplies it on the way. A padding mask the script builds in the step (a (B, T) comparison whose
+rows are True then False, of different lengths) and then leaves out of the loss names the padding
+where the targets alone cannot (the padding label is also a common real one).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.weak import WeakIdKeyDictionary
 
+from course_utils.toolkit.watch.chance import ChanceLevel
 from course_utils.toolkit.watch.findings import Finding
 
 _SOFTMAX = {F.softmax, F.log_softmax, torch.softmax, torch.log_softmax, torch.Tensor.softmax,
@@ -67,6 +70,19 @@ def in_unit_interval(x: torch.Tensor) -> bool:
     return x.is_floating_point() and x.numel() >= 8 and bool(x.min() >= 0) and bool(x.max() <= 1)
 
 
+def padding_mask(m: torch.Tensor) -> torch.Tensor | None:
+    """The real positions of a (B, T) boolean padding mask (each row real, then padding, rows of
+    different lengths; True may mark either side), else None."""
+    if m.dtype != torch.bool or m.dim() != 2 or m.shape[0] < 2 or m.shape[1] < 4:
+        return None
+    steps = m.int().diff(dim=1)
+    real = m if bool((steps <= 0).all()) else ~m if bool((steps >= 0).all()) else None
+    if real is None or bool(real.all()) or not bool(real[:, 0].all()):
+        return None
+    lengths = real.sum(1)
+    return real if len(torch.unique(lengths)) > 1 else None
+
+
 def padded_tail(target: torch.Tensor) -> tuple | None:
     """(pad value, padded positions, positions, rows padded) when a (B, T) target ends, in rows of
     different lengths, with a run of one value (the padding pad_sequence adds); else None."""
@@ -98,6 +114,8 @@ class LossInputs:
         self.batch = 0  # the first dimension of the last loss target: the batch
         self.sigmoid: dict = {}  # site -> (deep windows in a row with inputs in [0, 1], last window)
         self.pending = None
+        self.masks: dict = {}  # shape -> (window, real positions) of padding masks built in the window
+        self.chance = ChanceLevel(watcher)
         self.broken = False
 
     def guarded(self, check, *args) -> None:
@@ -126,6 +144,8 @@ class LossInputs:
         elif func in _LOGIT_LOSSES and x.requires_grad:
             self._sigmoid(site, func, x)
         self._padding(func, x, target, kwargs, site)
+        if func in _CLASS_LOSSES:
+            self.chance.on_loss(func, x, target, kwargs, site)
         if func in (F.cross_entropy, F.nll_loss, F.binary_cross_entropy_with_logits, F.binary_cross_entropy):
             self._constant(func, target, site)
 
@@ -171,6 +191,9 @@ class LossInputs:
         if flat and target.numel() % batch == 0:
             target = target.reshape(batch, -1)
         tail = padded_tail(target)
+        if tail is None and x.requires_grad and target.dim() == 2:
+            self._unused_mask(func, target, kwargs, site)
+            return
         if tail is None or (func in _CLASS_LOSSES and tail[0] == ignore) or not x.requires_grad:
             return
         pad, padded, total, rows = tail
@@ -180,6 +203,33 @@ class LossInputs:
             self.pending = (site, what)  # judged when the per-token loss is reduced
         else:
             self.report("padding in loss", site, what + f", and ignore_index={ignore}")
+
+    def _mask_for(self, target: torch.Tensor, ignore) -> torch.Tensor | None:
+        """A padding mask of the target's shape built in this window, whose padded targets are not
+        all ``ignore`` (they would be left out already)."""
+        window, real = self.masks.get(tuple(target.shape), (None, None))
+        if window != self.watcher.ops.window or real.device != target.device:
+            return None
+        if ignore is None:
+            return real
+        return None if bool((target.detach()[~real] == ignore).all()) else real
+
+    def _unused_mask(self, func, target, kwargs, site) -> None:
+        ignore = kwargs.get("ignore_index", -100) if func in _CLASS_LOSSES else None
+        if kwargs.get("reduction", "mean") == "none":
+            self.pending = (site, None, target, ignore)  # the mask may come before the reduction
+            return
+        real = self._mask_for(target, ignore)
+        if real is not None:
+            self.report("padding in loss", site, self._masked_out(func.__name__, real))
+
+    @staticmethod
+    def _masked_out(name: str, real: torch.Tensor) -> str:
+        pad = int((~real).sum())
+        return (f"a padding mask of the targets' shape {tuple(real.shape)} was built in this step ({pad} of "
+                f"{real.numel()} positions ({100 * pad / real.numel():.0f}%) are padding, rows of "
+                f"{len(torch.unique(real.sum(1)))} lengths), but {name} averages over every position: the "
+                "mask is never applied to the loss")
 
     def _constant(self, func, target, site) -> None:
         if target.numel() < 16 or target in self.made:
@@ -202,6 +252,13 @@ class LossInputs:
 
     # --- after the call ---------------------------------------------------------------------------
     def after(self, func, args: tuple, inputs: list, outs: list) -> None:
+        if func in _CLASS_LOSSES and outs:
+            self.chance.on_output(outs[0])
+        for out in outs:
+            if out.dtype == torch.bool and out.dim() == 2:
+                real = padding_mask(out)
+                if real is not None:
+                    self.masks[tuple(out.shape)] = (self.watcher.ops.window, real)
         if func in _MADE or inputs and inputs[0] in self.made and func in _KEEPS:
             for t in outs:
                 self.made[t] = True
@@ -210,7 +267,7 @@ class LossInputs:
         if pending is not None:
             self.pending = None
             if outs:
-                self.unmasked[outs[0]] = pending
+                self.unmasked[outs[0]] = pending if pending[1] is not None else (*pending[:2], pending)
             return
         origin = next((self.unmasked[t] for t in inputs if t in self.unmasked), None)
         if origin is None:
@@ -219,10 +276,21 @@ class LossInputs:
             return
         for out in outs:
             if out.dim() == 0 and func in _REDUCE:
-                self.report("padding in loss", origin[0], origin[1] + ", and the per-token loss is "
-                            "averaged without a mask")
+                self._reduced(origin)
             elif len(inputs) == 1:
                 self.unmasked[out] = origin
+
+    def _reduced(self, origin: tuple) -> None:
+        """A per-token loss reduced to one number with nothing multiplied in on the way."""
+        if origin[1] is not None:
+            self.report("padding in loss", origin[0], origin[1] + ", and the per-token loss is averaged "
+                        "without a mask")
+            return
+        _, _, (site, _, target, ignore) = origin
+        real = self._mask_for(target, ignore)
+        if real is not None:
+            what = self._masked_out("the reduction of the per-token loss", real)
+            self.report("padding in loss", site, what)
 
     def report(self, kind: str, site, what: str) -> None:
         self.watcher.log.add(Finding(kind, what, site, self.watcher.step + 1, subject=f"{kind} {site}"))

@@ -19,6 +19,7 @@ from collections import deque
 
 import torch
 
+from course_utils.toolkit.watch import optim_checks
 from course_utils.toolkit.watch.findings import Finding
 from course_utils.toolkit.watch.trends import Trends
 
@@ -49,6 +50,12 @@ class OptimizerWatch(Trends):
         self._probe_fired = False
         self._after_step: dict[int, tuple] = {}  # probe id -> (grad id, version after step, backwards)
         self.accumulated = 0
+        self.still: dict[int, tuple] = {}  # parameter id -> (checks with a zero gradient and a change, top)
+        self.rows: dict[int, tuple] = {}  # embedding id -> (checks, rows that ever had a gradient)
+        self.lr_first: float | None = None
+        self.lr_last, self.lr_fell = 0.0, False
+        self.schedulers: list | None = None  # weak references, found once
+        self.schedule: tuple | None = None  # (scheduler, its step() calls, at optimizer step, peak lr)
         self._add_probes(optimizer)
 
     # --- probes: did backward run, did it add to last step's gradient? --------------------------
@@ -60,8 +67,8 @@ class OptimizerWatch(Trends):
 
     def _arm_probes(self) -> None:
         """Hook the probes for the backward passes before the next step (a check step)."""
-        if not self._probe_handles:
-            self._probe_handles = [p.register_hook(_probe(self, p)) for p in self._probes]
+        if not self._probe_handles:  # a probe frozen since (requires_grad_(False)) takes no hook
+            self._probe_handles = [p.register_hook(_probe(self, p)) for p in self._probes if p.requires_grad]
 
     def on_probe(self, p: torch.Tensor) -> None:
         self._probe_fired = True
@@ -93,6 +100,10 @@ class OptimizerWatch(Trends):
                 )
             )
 
+    def finish(self) -> None:
+        """At the end of the run: the verdicts that need the whole run."""
+        optim_checks.unfinished_warmup(self)
+
     def close(self) -> None:
         for handle in self._probe_handles:
             handle.remove()
@@ -105,6 +116,7 @@ class OptimizerWatch(Trends):
         lr = optimizer.param_groups[0].get("lr", 0.0)
         if check or not isinstance(lr, torch.Tensor):  # a tensor lr is read on check steps only (a sync)
             lr = float(lr)
+            optim_checks.note_lr(self, lr)
             if lr > self.max_lr:
                 self.max_lr, self.collapse_step = lr, 0
             elif lr < 1e-3 * self.max_lr and not self.collapse_step:
@@ -124,6 +136,10 @@ class OptimizerWatch(Trends):
         ]  # a manual loop may clear them before after_step
         if not self._with_grad and not self._sparse:
             self._no_gradients_at_step(optimizer)
+        decayed = [(p, g) for g in optimizer.param_groups if g.get("weight_decay") for p in g["params"]
+                   if p.dim() == 2 and p.grad is not None]
+        if decayed:
+            optim_checks.untouched_rows(self, *zip(*decayed, strict=True))
         with torch.no_grad():
             if (
                 self._snap is None
@@ -150,6 +166,8 @@ class OptimizerWatch(Trends):
             with torch.no_grad():
                 self._check(optimizer, loss)
         self._check_lr(optimizer)
+        if check:
+            optim_checks.watch_schedule(self, optimizer)
 
     def _no_gradients_at_step(self, optimizer) -> None:
         w = self.watcher
@@ -187,9 +205,12 @@ class OptimizerWatch(Trends):
         loss_v = values[-1] if has_loss else None
         w = self.watcher
         w.on_values(loss_v, gnorm, norms, self)
+        if w._primary is not None and w._primary() is optimizer:
+            w.ops.losses.chance.on_check(loss_v)
         lr_of = [float(gr.get("lr", 0.0)) for gr in optimizer.param_groups for _ in gr["params"]]
         group_of = [gr for gr in optimizer.param_groups for _ in gr["params"]]
         frozen: list[tuple] = []
+        still: list[tuple] = []
         for i, p in enumerate(params):
             if i in gnorm or i in self._sparse:  # a sparse gradient (nn.Embedding(sparse=True)) counts
                 self.ever_grad.add(id(p))
@@ -199,10 +220,14 @@ class OptimizerWatch(Trends):
                 if count >= 6 and id(p) not in self.ever_grad:
                     w.report_no_gradient(p, count)
             grad = gnorm.get(i)
+            if grad == 0 and moved[i] > 0 and lr_of[i] > 0:
+                still.append((p, group_of[i], moved[i], norms[i]))
             if grad and math.isfinite(grad) and moved[i] == 0 and lr_of[i] > 0 and p.requires_grad:
                 frozen.append((p, group_of[i], grad, grads[with_grad.index(i)]))
         if frozen:
             self._frozen(frozen)
+        optim_checks.still_moving(self, still)
+
         if not with_grad and not self._sparse and w.backward_since_step and not self._probe_fired:
             w.report_no_gradient(None, 1)
         self._check_ratios(params, moved, norms, lr_of, gnorm)

@@ -49,6 +49,17 @@ class Verdicts:
             self._armed = True
         self._last_gnorm = total
 
+    def _finish_run(self) -> None:
+        """The verdicts that need the whole run: a warm-up that never finished, a loss at chance, a
+        moving-average copy that never changed."""
+        try:
+            for ow in list(self.optimizers.values()):
+                ow.finish()
+            self.ops.losses.chance.finish()
+            self.copies.finish()
+        except Exception as err:  # noqa: BLE001 - reported, and the script has ended anyway
+            self.fail(err, "finish")
+
     def nan_origin(self, what: str, site) -> None:
         if self._pending_nan is None:
             self._pending_nan = (self.step + 1, what, site)

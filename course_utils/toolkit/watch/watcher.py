@@ -29,6 +29,7 @@ from torch.optim import optimizer as optimizer_hooks
 from course_utils.toolkit.watch import autograd as watch_autograd
 from course_utils.toolkit.watch.copies import Copies
 from course_utils.toolkit.watch.cost_budget import SHARE, Budget
+from course_utils.toolkit.watch.data_order import SamplerOrder
 from course_utils.toolkit.watch.deep import DeepJudge
 from course_utils.toolkit.watch.findings import UNKNOWN, Finding, FindingLog, user_site
 from course_utils.toolkit.watch.models import ModelTracker
@@ -103,6 +104,7 @@ class Watcher(Verdicts, Schedule):
         self.ops = OpWatch(self)
         self.deep = DeepJudge(self)
         self.copies = Copies(self)  # model copies and the GradScaler's order
+        self.order = SamplerOrder(self)  # the order of the training data
         self.step = 0  # steps of the first optimizer seen (or manual updates)
         self.backwards = 0
         self.backward_since_step = False
@@ -145,6 +147,7 @@ class Watcher(Verdicts, Schedule):
         self._discover(True)
         watch_autograd.install(self)
         self.copies.install()
+        self.order.install()
         _ACTIVE.append(self)
         self._open_window()  # the set-up and the first step, op by op
         return self
@@ -162,9 +165,11 @@ class Watcher(Verdicts, Schedule):
             handle.remove()
         watch_autograd.uninstall(self)
         self.copies.uninstall()
+        self.order.uninstall()
         if not broken:
             self.models.finish()
             self._flush_nan()
+            self._finish_run()
         self.live = False
         self.models.close()
         for ow in [*self.optimizers.values(), *([self._manual] if self._manual else [])]:
@@ -227,6 +232,8 @@ class Watcher(Verdicts, Schedule):
         if self.ops.modes:
             self.ops.nan.end_phase("forward", [loss])
         if loss is not None and loss.numel() == 1:
+            if self.ops.open:
+                self.ops.losses.chance.on_backward(loss)
             self.last_loss = loss.detach()  # holding the graph would move its freeing into this hook
             if self.loss_site is UNKNOWN or self.ops.open:
                 self.loss_site = user_site(3)
