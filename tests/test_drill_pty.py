@@ -168,7 +168,7 @@ def alive(pid: int) -> bool:
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the edit's processes in /proc (Linux)")
 def test_ctrl_c_while_an_endless_edit_is_judged_stops_it_and_keeps_the_round_going(tmp_path):
     drill, seed = fixit_round()
-    endless = drill.buggy_code + "\nwhile True:\n    pass\n"
+    endless = "while True:  # runs before the buggy code can raise\n    pass\n" + drill.buggy_code
     state = tmp_path / "editor.json"
     state.write_text(json.dumps({"opened": [], "edits": [endless, drill.buggy_code]}))
     (tmp_path / "editor.py").write_text(EDITOR)
