@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -75,10 +76,12 @@ def prepare(venv: Path, version: str) -> Path:
     return python
 
 
+CLOSING = re.compile(r"\d+ (passed|failed|errors?)\b.* in ")
+
+
 def counts(output: str) -> dict[str, int]:
     """pytest's closing summary (``3 failed, 120 passed, 2 skipped in 40s``) as numbers."""
-    summary = re.compile(r"\d+ (passed|failed|errors?)\b.* in ")
-    summaries = [line for line in output.splitlines() if summary.search(line)]
+    summaries = [line for line in output.splitlines() if CLOSING.search(line)]
     tail = summaries[-1] if summaries else ""
     found = {kind.rstrip("s") if kind.startswith("error") else kind: int(n)
              for n, kind in SUMMARY.findall(tail)}
@@ -97,10 +100,23 @@ def run_one(venvs: Path, version: str, extra: list[str], paths=PATHS) -> tuple[i
     env["MPS_DETECTIVE_VENV"] = str(python.parent.parent)
     say(f"torch {version} (imports as {seen}): unit tests, lessons and solutions (nbval-lax)")
     returncode, output = streamed([str(python), *PYTEST, *paths, *extra], env)
+    if ending(returncode, output):
+        say(f"torch {version}: {ending(returncode, output)}")
     row = {"torch": version, "build": seen or "(does not import)", "ok": returncode == 0,
            **counts(output), "wall_s": round(time.monotonic() - start),
            "date": datetime.date.today().isoformat(), "machine": machine}
     return returncode, row
+
+
+def ending(returncode: int, output: str) -> str:
+    """How pytest ended when it did not print its summary: the signal that killed it (sent from
+    outside the run: a test that killed pytest's own process would be a bug), or no summary."""
+    if returncode < 0:
+        return (f"pytest was killed by {signal.Signals(-returncode).name} before its summary; "
+                "its workers, cut off, may then report 'cannot send (already closed?)'")
+    if not any(CLOSING.search(text) for text in output.splitlines()):
+        return f"pytest exited with status {returncode} and no summary (see its output above)"
+    return ""
 
 
 def line(row: dict) -> str:

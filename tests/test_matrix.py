@@ -93,3 +93,11 @@ def test_a_partial_run_cannot_be_published(args, monkeypatch, capsys):
     with pytest.raises(SystemExit) as stopped:
         matrix.main([*args, "2.14.1"])
     assert stopped.value.code == 2 and "complete runs only" in capsys.readouterr().err
+
+
+def test_a_pytest_killed_from_outside_is_named_with_its_signal():
+    """A master pytest killed by a signal prints no summary; its workers' only trace is 'cannot send'."""
+    assert "killed by SIGKILL" in matrix.ending(-9, "bringing up nodes...\n..")
+    assert "killed by SIGTERM" in matrix.ending(-15, "")
+    assert "no summary" in matrix.ending(3, "INTERNALERROR> boom")
+    assert matrix.ending(1, "1 failed, 9 passed in 3.0s") == matrix.ending(0, "9 passed in 1s") == ""
