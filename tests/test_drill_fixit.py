@@ -43,6 +43,16 @@ def test_every_fix_is_accepted_and_every_degenerate_edit_rejected(drill):
     assert "try/except" in labels and ("requires_grad_(False)" in labels or "a constant" in labels)
 
 
+@pytest.mark.parametrize("drill", FIXIT, ids=lambda d: d.id)
+def test_every_form_of_a_fix_it_drill_accepts_its_fixed_code_and_rejects_its_buggy_code(drill):
+    """A round serves any form: each form's job check and reference must read its own names."""
+    for k in range(1, drill.forms):
+        form = drill.variant(k)
+        fixed, buggy = judge_edit(form, form.fixed_code), judge_edit(form, form.buggy_code)
+        assert fixed.passed, (k, fixed.problems)
+        assert not buggy.passed, k
+
+
 def test_the_mutants_cover_every_class_of_degenerate_edit_over_the_fix_it_drills():
     from course_utils.drills.fixit import reference
 

@@ -14,6 +14,12 @@ hand in ``READS_AN_EMULATED_RUN``.
 Inside such a cell, a finding the toolkit reports (a sentinel line, a ``course watch`` finding)
 must say "emulated" itself, not only somewhere else in the cell's output: a reader sees the
 finding, not the cell.
+
+The scan by source finds the cells that call an emulation it knows by name. The scan by output
+finds the class however it was produced: the stored outputs come from a CPU run with no Apple GPU
+and no memory pressure, so an output that *shows* an MPS-only phenomenon (a tensor on the ``mps``
+device, an out-of-memory error, a fallback warning or error, an update that never lands) can only
+have been made under an emulation, by whatever code, and must say "emulated".
 """
 
 from __future__ import annotations
@@ -153,6 +159,62 @@ def test_does_the_finding_scan_see_sentinel_lines_and_watch_findings():
     found = findings_in(text)
     assert len(found) == 3 and found[0].startswith("sentinel: step 2: FROZEN")
     assert [("emulated" in f) for f in found] == [False, True, False]
+
+
+# What only a Mac (or a full memory) shows, as it appears in an output; a mention in prose (a quiz
+# question about running out of memory, a hint about frozen parameters) is not one.
+SHOWS_A_MAC_PHENOMENON = re.compile(
+    r"(?:MPS backend|CUDA) out of memory|OutOfMemoryError|^(?:\[[^\]]*\] )?out of memory[ :]"
+    r"|will\s+fall\s+back\s+to\s+run\s+on\s+the\s+CPU|is\s+not\s+currently\s+implemented\s+for\s+the\s+MPS\s+device"
+    r"|\bFROZEN\b|updates never land|the updates are lost"
+    r"|\bdevice: mps\b|\bmps×\d|\bon the affected Mac\b", re.MULTILINE)
+
+
+def _cells_showing_a_mac_phenomenon() -> list[tuple[str, str, str]]:
+    found = []
+    for folder in ("notebooks", "solutions"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+                text = _output_text(cell) if cell["cell_type"] == "code" else ""
+                if SHOWS_A_MAC_PHENOMENON.search(text):
+                    found.append((f"{folder}/{path.name}", cell.get("id"), text))
+    return found
+
+
+SHOWING = _cells_showing_a_mac_phenomenon()
+
+
+@pytest.mark.parametrize("notebook, cell_id, text", SHOWING, ids=[f"{n}:{c}" for n, c, _ in SHOWING])
+def test_does_every_output_showing_a_mac_phenomenon_say_emulated(notebook, cell_id, text):
+    shown = SHOWS_A_MAC_PHENOMENON.search(text).group(0)
+    assert "emulated" in text.lower(), (
+        f"{notebook} cell {cell_id} shows {shown!r}, which this CPU run can only have made under an "
+        f"emulation, but its output never says 'emulated':\n{text[:400]}")
+
+
+def test_does_the_output_scan_find_every_emulated_phenomenon_the_source_scan_finds():
+    """The two scans agree on the cells that show OOMs, fallbacks, lost updates and mps tensors."""
+    showing = {(n, c) for n, c, _ in SHOWING}
+    assert {("notebooks/02_unified_memory.ipynb", "c29"), ("notebooks/02_unified_memory.ipynb", "c31"),
+            ("notebooks/04_cpu_fallback.ipynb", "c13"), ("notebooks/06_addcmul_detective.ipynb", "c47"),
+            ("notebooks/08_interview_drills.ipynb", "c39")} <= showing
+    assert len(showing) >= 15
+
+
+def test_does_the_phenomenon_pattern_tell_an_event_from_a_mention():
+    for shown in ("RuntimeError: MPS backend out of memory (MPS allocated: 1 GiB)",
+                  "[emulated OOM] out of memory: retrying rows 0.. with batch size 16",
+                  "torch.OutOfMemoryError: CUDA out of memory",
+                  "The operator 'aten::cumsum' is not currently supported on the MPS backend and "
+                  "will fall back to run\non the CPU.",
+                  "sentinel: step 2: FROZEN up.weight: its updates never land",
+                  "device: mps | 6 steps", "4  aten::addmm  mps×3  mps  yes  mps"):
+        assert SHOWS_A_MAC_PHENOMENON.search(shown), shown
+    for mention in ("Q: The model fits for evaluation but training runs out of memory. Why?",
+                    "Hint 2/3: Frozen parameters have requires_grad == False",
+                    "numpy  .numpy(): on mps/cuda this raises until you add .cpu()",
+                    "MPS state: not built"):
+        assert not SHOWS_A_MAC_PHENOMENON.search(mention), mention
 
 
 def test_is_a_line_printed_in_two_stream_chunks_read_as_one():

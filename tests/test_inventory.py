@@ -45,6 +45,8 @@ def test_the_learners_page_counts_the_drills_their_forms_and_the_timed_pool():
         "drills": (r"(\d+) classic training bugs", len(everything)),
         "forms": (r"(\d+) forms, each proved", sum(d.forms for d in everything)),
         "timed pool": (r"serve only the other (\d+)", len(drills.timed_pool())),
+        "fix-it drills": (r"(\d+) drills of the timed pool \(those listed in",
+                          sum(bool(d.other_fixes) for d in drills.timed_pool())),
     }
     for what, (pattern, actual) in stated.items():
         found = re.search(pattern, text)

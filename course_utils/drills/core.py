@@ -51,7 +51,8 @@ class CodeRun:
         """``Type: message`` of the error, first line only ('' when the code ran through)."""
         if self.error is None:
             return ""
-        return f"{type(self.error).__name__}: {str(self.error).strip().splitlines()[0]}"
+        lines = str(self.error).strip().splitlines()
+        return f"{type(self.error).__name__}: {lines[0]}" if lines else type(self.error).__name__
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,8 @@ class Drill:
     # code, and a check of the job beyond the symptom: job(edited run, fixed run) -> problem or None
     other_fixes: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
     job: Callable[[CodeRun, CodeRun], str | None] | None = field(default=None, repr=False, compare=False)
+    # names of the buggy code a correct fix may compute otherwise (a mask stored the other way round)
+    intermediates: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # A comment in the code a learner must read could name the bug: the buggy version shows

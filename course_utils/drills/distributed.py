@@ -201,7 +201,7 @@ def _skip_measure(run: CodeRun) -> Symptom:
     text = "; ".join(f"rank {i}: sums {s}, then {e}" for i, (s, e) in enumerate(zip(sums, ends,
                                                                                        strict=True)))
     if hung:
-        text += f" (timeout={result.timeout_s:g} s; the default would wait 30 minutes)"
+        text += f" (timeout={result.timeout_s:g} s; gloo's default would wait 30 minutes, NCCL's 10)"
     return Symptom(text, hung, {"ends": ends, "sums": sums, "wall_s": result.wall_s})
 
 

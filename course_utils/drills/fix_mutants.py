@@ -75,10 +75,15 @@ def _after_assign(tree: ast.Module, target: str, text: str) -> bool:
     return found
 
 
+def _training_loops(tree: ast.Module) -> list[int]:
+    """The top-level loops that call ``.backward()`` or ``.step()`` (not a loop that initialises)."""
+    return [i for i in _loops(tree) if _calls(tree.body[i], "backward") or _calls(tree.body[i], "step")]
+
+
 def _wrap_work(tree: ast.Module, head: str) -> ast.Module:
-    """The loop bodies (or, with no loop, everything after the imports) inside ``head``."""
+    """The training loops' bodies (or, with none, everything after the imports) inside ``head``."""
     wrapper = _stmt(f"{head}\n    pass\n" + ("except Exception:\n    pass" if head == "try:" else ""))[0]
-    loops = _loops(tree)
+    loops = _training_loops(tree)
     if loops:
         for i in loops:
             inner = copy.deepcopy(wrapper)
@@ -91,10 +96,20 @@ def _wrap_work(tree: ast.Module, head: str) -> ast.Module:
     return tree
 
 
-def _freeze(tree: ast.Module, line: str) -> ast.Module:
-    """``line`` inserted before the first loop (or before the last statement)."""
-    loops = _loops(tree)
-    at = loops[0] if loops else len(tree.body) - 1
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement binds ``name`` (an assignment to it, or a loop over it)."""
+    targets = (stmt.targets if isinstance(stmt, ast.Assign) else
+               [stmt.target] if isinstance(stmt, (ast.AnnAssign, ast.AugAssign, ast.For)) else [])
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))
+
+
+def _freeze(tree: ast.Module, line: str, module: str) -> ast.Module:
+    """``line`` inserted once ``module`` exists: before the first loop after the statement that
+    binds it, else right after that statement (or, unbound at the top level, before the first
+    loop or the last statement)."""
+    bound = [i for i, s in enumerate(tree.body) if _binds(s, module)]
+    loops = [i for i in _loops(tree) if not bound or i > bound[0]]
+    at = loops[0] if loops else bound[-1] + 1 if bound else len(tree.body) - 1
     tree.body[at:at] = _stmt(line)
     return tree
 
@@ -139,11 +154,11 @@ def mutants(drill: Drill, names: list[str], results: list[str] | None = None) ->
     modules = sorted({n.split(".")[0] for n in names})
     for module in modules:
         yield (f"{module}: every parameter requires_grad_(False)",
-               ast.unparse(_freeze(_parse(fixed), f"{module}.requires_grad_(False)")))
+               ast.unparse(_freeze(_parse(fixed), f"{module}.requires_grad_(False)", module)))
     for name in names:
         module, _, param = name.partition(".")
         line = f"{module}.get_parameter({param!r}).requires_grad_(False)"
-        yield f"{name}.requires_grad_(False)", ast.unparse(_freeze(_parse(fixed), line))
+        yield f"{name}.requires_grad_(False)", ast.unparse(_freeze(_parse(fixed), line, module))
     for fn in [n for n in ast.walk(_parse(fixed)) if isinstance(n, ast.FunctionDef)]:
         tree = _parse(fixed)
         target = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == fn.name)

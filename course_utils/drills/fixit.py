@@ -10,11 +10,12 @@ measurement, and beside it the drill's fixed code (the reference). The edit pass
    a constant loss, ``detach()``, ``requires_grad_(False)``, an early return, ``torch.no_grad()``
    around the step all leave one untouched); where the reference trains nothing (a computation),
    every result the buggy code computes and the fixed code keeps is there, with the fixed code's
-   shapes and values (a constant, an empty list fail);
+   shapes and values (a constant, an empty list fail), but for the drill's ``intermediates``;
 4. the drill's own ``job`` check, where it has one, holds (a loss that really falls, say).
 
 Parameters are told apart by their names inside the top-level modules of the namespace; their
-values before training are taken the first time a module runs forward. The grader runs this in a
+values before training are taken the first time a module runs forward. Every run starts from
+one random state (``START_SEED``), the reference's and the edit's alike. The grader runs this in a
 fresh, limited process (``course_utils.grader.drill_fix``); here it runs in-process.
 """
 
@@ -30,6 +31,7 @@ from torch import nn
 from course_utils.drills.core import CodeRun, Drill, Symptom
 
 RTOL, ATOL = 1e-3, 1e-5  # a computation's outputs: the reference's, within float32 noise
+START_SEED = 20_240_917  # torch's random state at the start of every run (no drill seeds with it)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ class Training:
             if name.startswith("_") or not isinstance(value, nn.Module):
                 continue
             for pname, p in value.named_parameters():
+                if p.is_meta:  # no values: a meta parameter can neither move nor hold a gradient
+                    out[f"{name}.{pname}"] = (False, False)
+                    continue
                 before = self.start.get(id(p))
                 moved = before is not None and not torch.equal(before, p.detach())
                 grad = p.grad is not None and bool(torch.count_nonzero(p.grad))
@@ -89,9 +94,21 @@ def watching():
 
 
 def _run(drill: Drill, code: str, tag: str) -> tuple[CodeRun, dict]:
-    with watching() as training:
+    # every run starts from one random state (not the one the last run left): an edit that drops
+    # the code's own seed draws other numbers than the fixed code, in any order of runs
+    with watching() as training, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(START_SEED)
         run = drill.runner(code, f"{drill.id}.{tag}")
-    return run, training.fingerprint(run.namespace)
+    return run, training.fingerprint(_without_loop_variables(run.namespace, code))
+
+
+def _without_loop_variables(namespace: dict, code: str) -> dict:
+    """The namespace without what the code's top-level loops leave behind: ``layer``, after
+    ``for layer in layers``, names the last layer of the model, not a module of its own (an edit
+    that drops the loop has none)."""
+    leftovers = {n.id for stmt in ast.parse(code).body if isinstance(stmt, (ast.For, ast.AsyncFor))
+                 for n in ast.walk(stmt.target) if isinstance(n, ast.Name)}
+    return {k: v for k, v in namespace.items() if k not in leftovers}
 
 
 _REFERENCE: dict[tuple[str, int], tuple[CodeRun, dict]] = {}
@@ -117,16 +134,40 @@ def _training_problems(ref: dict, got: dict) -> list[str]:
     return problems
 
 
+class _Results(ast.NodeVisitor):
+    """Collects the names bound outside loops, functions, classes and comprehensions."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Store):
+            self.names.add(node.id)
+
+    def _skip(self, node: ast.AST) -> None:
+        """A loop's variables and body are its last pass's temporaries; a function's are local."""
+
+    visit_For = visit_AsyncFor = visit_While = visit_FunctionDef = visit_AsyncFunctionDef = _skip
+    visit_ClassDef = visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = _skip
+    visit_GeneratorExp = _skip
+
+
 def assigned_names(code: str) -> set[str]:
-    """The names ``code``'s top-level statements assign (what the code "returns")."""
-    names = set()
-    for stmt in ast.parse(code).body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names.add(node.id)
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                break
-    return names
+    """The names ``code`` assigns outside loops and functions (inside ``if``/``with``/``try`` too):
+    what the code "returns". A loop variable, or what a loop's body assigns, is the last pass's
+    temporary, which a fix may drop (summing without the loop, say). A result compares as tensors
+    (``_comparable``: a Python number as a 0-dim tensor, so a float total equals a tensor one)."""
+    visitor = _Results()
+    visitor.visit(ast.parse(code))
+    return visitor.names
+
+
+def _comparable(value) -> list[torch.Tensor] | None:
+    """``value`` as tensors to compare: ``tensors_of``, or a Python number as a 0-dim tensor (a
+    total kept as a float compares with one kept as a tensor)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [torch.tensor(float(value), dtype=torch.float64)]
+    return tensors_of(value)
 
 
 def tensors_of(value) -> list[torch.Tensor] | None:
@@ -143,14 +184,16 @@ def _output_problems(ref: CodeRun, got: CodeRun, names: set[str]) -> list[str]:
     with the fixed code's shapes and values."""
     problems = []
     for name in sorted(names):
-        want = tensors_of(ref.namespace.get(name))
+        want = _comparable(ref.namespace.get(name))
         if want is None:
             continue
-        have = tensors_of(got.namespace.get(name))
+        have = _comparable(got.namespace.get(name))
         if have is None or len(have) != len(want):
             problems.append(f"{name} is no longer computed as the fixed code computes it")
         elif any(h.shape != w.shape for h, w in zip(have, want, strict=True)):
             problems.append(f"{name} has other shapes than the fixed code's")
+        elif any(h.is_meta or w.is_meta for h, w in zip(have, want, strict=True)):
+            continue  # a meta tensor has a shape but no values (a drill's job check compares them)
         elif not all(torch.allclose(h.detach().double(), w.detach().double(), RTOL, ATOL, equal_nan=True)
                      for h, w in zip(have, want, strict=True)):
             problems.append(f"{name} holds other values than the fixed code computes")
@@ -176,7 +219,8 @@ def judge_edit(drill: Drill, code: str) -> FixVerdict:
     if any(moved for moved, _ in ref_trained.values()) or any(g for _, g in ref_trained.values()):
         problems += _training_problems(ref_trained, trained)
     else:
-        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code))
+        free = {ref_run.aliases.get(n, n) for n in drill.intermediates}
+        problems += _output_problems(ref_run, run, assigned_names(drill.buggy_code) - free)
     if drill.job is not None:
         try:
             problem = drill.job(run, ref_run)

@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from course_utils.drills import fixit_cases_systems, fixit_cases_training
 from course_utils.drills.core import CodeRun
 
 
@@ -110,3 +111,10 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "drop model.eval()": "the model has no dropout and no BatchNorm: eval() changes nothing it computes",
     },
 }
+
+# The devices, memory, attention, performance, distributed and seed-advice drills' cases, and the
+# training-loop drills' (gradients, losses, data loading, numerics), each in its own module.
+for _cases in (fixit_cases_systems, fixit_cases_training):
+    FIXIT.update(_cases.FIXIT)
+    DODGES.update(_cases.DODGES)
+    EQUIVALENT.update(_cases.EQUIVALENT)

@@ -289,9 +289,9 @@ PAD_FIXED = PAD_BUGGY.replace("targets.reshape(-1))\n",
 
 def _pad_measure(run: CodeRun) -> Symptom:
     logits, targets, pad = run["logits"].detach(), run["targets"].reshape(-1), run["PAD"]
-    real = torch.nn.functional.cross_entropy(logits.reshape(len(targets), -1), targets,
-                                             ignore_index=pad).item()
-    share = (targets == pad).float().mean().item()
+    keep = (targets != pad) & (targets != -100)  # padding, or padding already marked ignored
+    real = torch.nn.functional.cross_entropy(logits.reshape(len(targets), -1)[keep], targets[keep]).item()
+    share = 1 - keep.float().mean().item()
     reported = run["loss"].item()
     return Symptom(f"{share:.0%} of the target positions are padding; loss as computed "
                    f"{fmt(reported)}, on the real tokens {fmt(real)}", abs(reported - real) > 1e-4,

@@ -67,7 +67,9 @@ def run_as_main(source: str, name: str) -> CodeRun:
                 exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 - course code
                 error = None
             except Exception as err:  # noqa: BLE001 - the error is part of the symptom
-                error = err
+                # without its traceback: the frames it holds would keep a broken loop's DataLoader
+                # iterator alive, and the next run's forked workers would inherit its queues
+                error = err.with_traceback(None)
             finally:
                 sys.modules["__main__"] = saved
     return CodeRun(module.__dict__, error, tuple(str(w.message) for w in caught), source)
@@ -78,8 +80,20 @@ def _workers_measure(run: CodeRun) -> Symptom:
         return Symptom(f"the loader raised {run.error_text}", True, error=run.error_text)
     shifts = run["shifts"]
     distinct = len({round(s, 12) for s in shifts})
+    repeats = _replayed_batches(shifts, run["loader"].batch_size)
     return Symptom(f"{len(shifts)} random shifts drawn (2 workers, 2 epochs): {distinct} distinct "
-                   f"values", distinct < len(shifts), {"drawn": len(shifts), "distinct": distinct})
+                   f"values; {repeats} batches replay an earlier batch's shifts",
+                   distinct < len(shifts) or repeats > 0,
+                   {"drawn": len(shifts), "distinct": distinct, "replayed": repeats})
+
+
+def _replayed_batches(shifts: list[float], size: int, within: float = 0.01) -> int:
+    """How many batches repeat an earlier batch's shifts, each to within ``within`` (a stream
+    replayed with a little noise added on top is still a replay; for independent draws with
+    standard deviation 0.1 that all ``size`` lie so close is a chance below 1e-5 per pair)."""
+    batches = [shifts[i:i + size] for i in range(0, len(shifts), size)]
+    return sum(any(len(a) == len(b) and all(abs(u - v) < within for u, v in zip(a, b, strict=True))
+                   for a in batches[:k]) for k, b in enumerate(batches))
 
 
 WORKERS = Drill(

@@ -194,6 +194,9 @@ def _mask_measure(run: CodeRun) -> Symptom:
     used = run.get("mask", run["attn_mask"])
     product = tuple(torch.broadcast_shapes(per_token.shape, used.shape))
     buggy = not math.isclose(got, truth, rel_tol=1e-5)
+    if not buggy and "mask" not in run.namespace:  # a fix that reshapes the mask where it uses it
+        return Symptom(f"loss {fmt(got)}, the mean over real tokens {fmt(truth)}", False,
+                       {"loss": got, "truth": truth})
     return Symptom(f"the masked product has shape {product}; loss {fmt(got)} vs the mean over "
                    f"real tokens {fmt(truth)}", buggy, {"loss": got, "truth": truth, "shape": product})
 

@@ -30,7 +30,7 @@ def _total_measure(run: CodeRun) -> Symptom:
     true = losses.double().mean().item()
     off = abs(logged - true) / true
     return Symptom(f"logged mean loss {fmt(logged)}, true mean {fmt(true)} over {losses.numel()} "
-                   f"losses (the total ended at {fmt(run['total'].item())}, off by {off:.0%})",
+                   f"losses (the total ended at {fmt(float(run['total']))}, off by {off:.0%})",
                    off > 0.01, {"logged": logged, "true": true, "relative_error": off})
 
 

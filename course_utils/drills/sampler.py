@@ -70,7 +70,7 @@ SET_EPOCH = Drill(
         Variant("rank 2 of 4, features and labels",
                 {"dataset": "train_set", "batch": "ids"},
                 (("TensorDataset(torch.arange(16))",
-                  "TensorDataset(torch.arange(24), torch.randn(24, 3))"),
+                  "TensorDataset(torch.arange(24), torch.arange(72.0).view(24, 3))"),
                  ("num_replicas=2, rank=0", "num_replicas=4, rank=2"),
                  ("for (batch,) in loader:", "for batch, features in loader:"),
                  ("batch_size=4", "batch_size=3"))),

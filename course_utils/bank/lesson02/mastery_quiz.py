@@ -13,10 +13,11 @@ _RETRY = ("a context manager cannot re-run its with-block; a second yield makes 
           "the lesson shows by running it. A retry needs a loop around a function call.")
 _SCORES = ("stored scores are (batch, tokens, tokens): halving the length quarters them, halving the "
            "batch only halves them (measured in the lesson). scaled_dot_product_attention does not "
-           "avoid that on mps: its optimized kernels (flash, memory-efficient) are for the CUDA backend "
-           "and other backends use the PyTorch implementation (R36 in references.md), in torch 2.13 "
-           "`_scaled_dot_product_attention_math_for_mps`, which returns the attention matrix with "
-           "its output (torch 2.13 source).")
+           "avoid that on mps: in torch 2.13 its fused kernels (flash, memory-efficient) serve CUDA, and "
+           "flash the CPU, while mps runs a math path that holds the whole matrix: "
+           "`_scaled_dot_product_attention_math_for_mps` for calls without dropout or gradients, "
+           "which returns the attention matrix with its output, and the generic math path for the "
+           "rest, training included (R36, R89, R93 in references.md).")
 
 QUIZ = Quiz("02", [
     (Question(

@@ -18,7 +18,7 @@ SEED_PATH = [
     ("aten::embedding", "mps", True), ("aten::cumsum", "mps", False),
     ("aten::addmm", "mps", True), ("aten::_to_copy", "cpu", True),
 ]
-OPS = ("aten::addmm", "aten::relu", "aten::cumsum", "aten::embedding", "aten::col2im", "aten::mean")
+OPS = ("aten::addmm", "aten::relu", "aten::cumsum", "aten::embedding", "aten::linalg_svd", "aten::mean")
 
 
 def _runs_on(device: str, kernel: bool) -> str:
@@ -40,12 +40,13 @@ def _fixed() -> list[Case]:
         Case("tokenizing on the cpu first (no MPS kernel needed there)",
              ([("aten::lift_fresh", "cpu", False), ("aten::_unique2", "cpu", False), *mps],)),
         Case("two fallbacks in a row",
-             ([mps[0], ("aten::cumsum", "mps", False), ("aten::col2im", "mps", False), mps[1]],)),
+             ([mps[0], ("aten::cumsum", "mps", False), ("aten::linalg_svd", "mps", False), mps[1]],)),
         Case("the path starts with a fallback", ([("aten::embedding_renorm_", "mps", False), *mps],)),
         Case("a fallback, then the host", ([mps[0], ("aten::linalg_svd", "mps", False),
                                              ("aten::_to_copy", "cpu", True)],)),
         Case("one step", ([("aten::cumsum", "mps", False)],)),
-        Case("every step falls back", ([("aten::cumsum", "mps", False), ("aten::col2im", "mps", False)],)),
+        Case("every step falls back",
+             ([("aten::cumsum", "mps", False), ("aten::linalg_svd", "mps", False)],)),
         Case("mps and cpu alternate, 5 steps (4 switches)",
              ([mps[0], ("aten::mean", "cpu", True)] * 2 + [mps[1]],)),
         Case("mps and cpu alternate, 4 steps (3 switches)", ([("aten::mean", "cpu", True), mps[0]] * 2,)),

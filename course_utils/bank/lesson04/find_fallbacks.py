@@ -32,28 +32,28 @@ DEVICE_STEPS = [_event("aten::embedding", ("mps", "mps"), ("mps",), True),
                 _event("aten::relu", ("mps",), ("mps",), True)]
 FALLBACK_STEPS = [_event("aten::embedding_renorm_", ("mps", "mps"), ("mps",), False),
                   _event("aten::cumsum", ("mps",), ("mps",), False),
-                  _event("aten::col2im", ("mps",), ("mps",), False),
+                  _event("aten::linalg_svd", ("mps",), ("mps",), False),
                   _event("aten::add.Tensor", ("mps", "cpu"), ("mps",), False),  # a 0-dim cpu scalar
                   _event("aten::randperm", (), ("mps",), False)]  # a factory asked for mps
 
 
 def _fixed() -> list[Case]:
-    emb, cumsum, col2im, add, randperm = FALLBACK_STEPS
+    emb, cumsum, svd, add, randperm = FALLBACK_STEPS
     read = _event("aten::_local_scalar_dense", ("mps",), (), True)
     return [
         Case("the lesson's classifier", ([*HOST_STEPS[2:], emb, *DEVICE_STEPS, read],)),
         Case("no fallback, host steps only on the cpu", ([*HOST_STEPS, *DEVICE_STEPS],)),
         Case("one op falling back three times", ([*HOST_STEPS, cumsum, DEVICE_STEPS[0], cumsum,
                                                   cumsum],)),
-        Case("two different ops", ([*DEVICE_STEPS, col2im, DEVICE_STEPS[2], emb, col2im],)),
+        Case("two different ops", ([*DEVICE_STEPS, svd, DEVICE_STEPS[2], emb, svd],)),
         Case("a mixed mps/cpu-scalar op and a factory on mps", ([HOST_STEPS[0], add, randperm],)),
         Case("an empty trace", ([],)),
         Case("an op that is host work first, a fallback later: listed where it falls back",
-             ([_event("aten::col2im", ("cpu",), ("cpu",), False), cumsum, col2im, cumsum],)),
+             ([_event("aten::linalg_svd", ("cpu",), ("cpu",), False), cumsum, svd, cumsum],)),
         Case("a copy from the host to mps without a kernel is host work",
              ([_event("aten::_to_copy", ("cpu",), ("mps",), False), *DEVICE_STEPS],)),
         Case("one event, a fallback", ([randperm],)),
-        Case("every op falls back", ([emb, cumsum, col2im, add, randperm, emb],)),
+        Case("every op falls back", ([emb, cumsum, svd, add, randperm, emb],)),
     ]
 
 
