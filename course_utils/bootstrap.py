@@ -4,6 +4,7 @@
     python3 course_utils/bootstrap.py test    # set up, run the whole test suite
     python3 course_utils/bootstrap.py test --busy 2   # ... with 2 CPU hogs running beside it
     python3 course_utils/bootstrap.py matrix  # each torch of the tested matrix in its own venv
+    python3 course_utils/bootstrap.py colab   # into this Python (Google Colab), keeping its torch
 
 Standard library only: it runs before anything is installed. Setup makes ``.venv`` next to this
 repository (or at ``$MPS_DETECTIVE_VENV``) and installs the course with ``constraints.txt`` (torch
@@ -271,11 +272,11 @@ def parse_test_options(args: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("lab", "test", "setup", "matrix"):
+    if not argv or argv[0] not in ("lab", "test", "setup", "matrix", "colab"):
         print(__doc__)
         return 2
-    if argv[0] == "matrix":  # its own environments, not .venv (see course_utils/matrix.py)
-        return run(sys.executable, ROOT / "course_utils" / "matrix.py", *argv[1:])
+    if argv[0] in ("matrix", "colab"):  # not .venv (see course_utils/matrix.py and colab.py)
+        return run(sys.executable, ROOT / "course_utils" / f"{argv[0]}.py", *argv[1:])
     options = parse_test_options(argv[1:]) if argv[0] == "test" else None
     setup(extras=("dev",) if options is not None else ())
     if options is not None:

@@ -259,7 +259,8 @@ def parser() -> argparse.ArgumentParser:
     gr.add_argument("--timeout", type=float, default=60.0,
                     help="wall-clock seconds per submission; a cell or one exercise gets a quarter")
     gr.add_argument("--memory", type=int, default=2048,
-                    help="address-space limit per submission in MB (default 2048; 0: none)")
+                    help="address-space limit per submission in MB (default 2048; 0: none), "
+                         "plus what a CUDA torch's GPU libraries map")
     gr.add_argument("--seed", type=int, help="seed of the random cases (default: fresh, reported)")
     gr.add_argument("--lesson", help="grade every notebook as lesson NN (default: from NN_ file names)")
     gr.add_argument("--isolation", choices=("auto", "namespaces", "guards"), default="auto",

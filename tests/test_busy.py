@@ -24,7 +24,7 @@ def test_a_run_by_nbclient_or_nbval_gets_the_loop_unchanged_and_no_bar(kernel, c
 
 
 def test_jupyterlab_gets_a_bar_that_yields_every_item(kernel, capsys):
-    kernel._allow_stdin = True  # JupyterLab, VS Code and Colab send their cells with stdin allowed
+    kernel._allow_stdin = True  # JupyterLab sends its cells with stdin allowed
     wrapped = busy.steps([1, 2, 3], "counting")
     assert not isinstance(wrapped, list) and list(wrapped) == [1, 2, 3]
     with busy.working("waiting", every=0.01):

@@ -72,8 +72,10 @@ def test_every_relative_link_of_a_page_resolves(page):
 
 def _renderers():
     """Each published table's renderer, from the benchmark that writes it."""
+    from course_utils import matrix
     from tests.benchmarks import bench, bench_grade, bench_hub, bench_watch_cost, watch_batches
     return {
+        "torch_matrix": ("performance.md", matrix.render),
         "grade_memory": ("performance.md", bench_grade.render_memory),
         "performance": ("performance.md", lambda rows: bench.render([tuple(r) for r in rows], True)),
         "hub_capacity": ("instructors.md", bench_hub.render),

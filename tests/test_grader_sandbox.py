@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from course_utils.grader import procs
+from course_utils.grader.address_space import gpu_library_bytes
 from course_utils.grader.sandbox import SUPERVISOR, Limits, Sandbox, read_results
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -149,7 +150,7 @@ def test_does_the_child_run_in_its_own_session_under_the_limits(tmp_path):
     seen = json.loads(status.stdout)
     lim = Limits()
     assert seen["session_leader"]
-    assert seen["limits"] == [lim.memory_mb * 2**20, 9, lim.result_cap, 0]
+    assert seen["limits"] == [lim.memory_mb * 2**20 + gpu_library_bytes(), 9, lim.result_cap, 0]
     assert "MPS_DETECTIVE_GRADING" in seen["env"] and "OMP_NUM_THREADS" in seen["env"]
     assert not any(v.startswith(("SSH", "AWS", "GITHUB")) for v in seen["env"])
 

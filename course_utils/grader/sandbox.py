@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_utils.grader import isolation, procs
+from course_utils.grader.address_space import gpu_library_bytes
 from course_utils.grader.results import read_results, read_results_fd  # noqa: F401 - read_results re-exported
 from course_utils.grader.tidy import remove_tree
 
@@ -172,7 +173,8 @@ class Sandbox:
                                   [self.root], str(workdir))
         return {"cmd": cmd,
                 "cwd": str(workdir), "env": self._env(workdir, token), "timeout": lim.timeout,
-                "memory_bytes": lim.memory_mb * 2**20 if lim.memory_mb else None,
+                # --memory is sized for a CPU torch; a CUDA torch's GPU libraries get room on top
+                "memory_bytes": lim.memory_mb * 2**20 + gpu_library_bytes() if lim.memory_mb else None,
                 "cpu_seconds": int(lim.timeout) + 2, "fsize_bytes": lim.result_cap,
                 "output_cap": lim.output_cap, "token": f"{TOKEN_VAR}={token}"}
 

@@ -3,8 +3,9 @@
 ``steps(iterable, what)`` wraps a loop in ``tqdm.auto`` (a widget in JupyterLab, a text line in a
 terminal) and ``working(what)`` shows the seconds spent in one long call. Both stay silent when
 nobody watches: a notebook run by nbclient (``course run-notebooks``) or nbval sends its cells
-with ``allow_stdin`` off, while JupyterLab, VS Code and Colab turn it on; outside a kernel, a bar
-shows only on a terminal. So stored outputs never hold a progress bar.
+with ``allow_stdin`` off, while JupyterLab turns it on (other front ends, VS Code and Colab among
+them, are untested here); outside a kernel, a bar shows only on a terminal. So stored outputs
+never hold a progress bar.
 """
 
 from __future__ import annotations
