@@ -78,7 +78,7 @@ class Schedule:
         else:
             deep = upcoming <= 3 or upcoming >= self._next_deep or self._armed
             deep = deep and self.cost.may_open()
-        if deep:
+        if deep and not self.ops.compiled:
             self._armed = False
             self._open_window()
         if self.step >= 1 and self._discovery and not self.ops.open:

@@ -55,6 +55,8 @@ def _modes(ops) -> list:
 class Window:
     """Mixed into ``OpWatch``: ``start``, ``suspend``, ``resume``, ``stop``."""
 
+    compiled = False  # the script called torch.compile: no window opens from then on
+
     def start(self) -> None:
         self.window += 1
         roots = self.watcher.models.live_roots()
@@ -91,15 +93,15 @@ class Window:
                 mode.__enter__()
 
     def compiling(self) -> None:
-        """The script calls ``torch.compile`` (which loads ``torch._dynamo``): an open window's
-        dispatch mode becomes the one that keeps the compiler out of its handler."""
-        plain = self.modes and isinstance(self.modes[1], _DispatchNoDynamo)
-        if plain and not self.suspended and self._on_top():
-            for mode in reversed(self.modes):
-                mode.__exit__(None, None, None)
-            self.modes = _modes(self)
-            for mode in self.modes:
-                mode.__enter__()
+        """The script calls ``torch.compile``: compiled code must never run under the window's
+        dispatch mode (torch 2.14's compiled backward fails under one with an internal assert), so
+        the open window is left now, or at the next safe point, and no window opens after it."""
+        self.compiled = True
+        if self.modes and not self.suspended and self._on_top() and self.watcher._drop_window():
+            return
+        if self.modes:
+            self.cut = True
+            self.leave_soon()
 
     def leave_soon(self) -> None:
         """Leave the modes at the next Python call that finds them on top of the mode stacks (a
