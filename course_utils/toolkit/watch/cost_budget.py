@@ -55,11 +55,14 @@ class Budget:
         expected = sorted(self.windows)[len(self.windows) // 2] if self.windows else 0.0
         return self.left() >= max(MIN_WINDOW, expected, self.need)
 
-    def charge(self, seconds: float, window: bool = False, complete: bool = False) -> None:
+    def charge(self, seconds: float, window: bool = False, complete: bool = False, passes: int = 1) -> None:
+        """Count ``seconds`` of the watcher's time; a cut window asks room for twice its cost per
+        forward/backward pass it saw before the next opens (a window opened before the step
+        boundary was known, by hand-written updates, can span many passes: the next spans one)."""
         self.spent += seconds
         if window and complete:
             self.windows.append(seconds)
             self.need = 0.0
         elif window:
             self.cuts += 1
-            self.need = 2 * seconds
+            self.need = 2 * seconds / max(1, passes)

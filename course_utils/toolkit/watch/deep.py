@@ -90,6 +90,7 @@ class DeepJudge:
         self.copy_sites: dict[tuple, dict] = {}
         self.fallback_sites: dict[tuple, set] = {}
         self.allocs: list[tuple] = []  # (window, step, allocs)
+        self.cut_windows = 0
         self.survivors: dict[Site, dict] = {}
 
     def close(self, ops, step: int) -> None:
@@ -115,24 +116,28 @@ class DeepJudge:
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
 
     def _syncs(self, syncs: list, window: int, step: int) -> None:
+        """Reads per pass (accumulation reads once per micro-batch, a rollout once per action). Reads
+        of loss values count as one wait per pass however many there are (the first drains the
+        queue, the loss's terms are computed by then), and alone they are logging, not a finding;
+        three waits or more per pass is a host sync, one or two a note."""
         w = self.watcher
         backwards, forwards = (now - then for now, then in zip(_passes(w), self.passes_at_open, strict=True))
-        # accumulation reads once per micro-batch, a rollout once per action: reads per pass
-        self.sync_totals.append(len(syncs) / max(1, backwards, forwards))
-        for site, kind, scalar in syncs:
-            entry = self.sync_sites.setdefault(
-                site, {"windows": set(), "kinds": set(), "count": 0, "scalar": True}
-            )
+        passes = max(1, backwards, forwards)
+        losses = sum(1 for *_, loss in syncs if loss)
+        self.sync_totals.append((len(syncs) - losses + min(losses, passes)) / passes)
+        for site, kind, loss in syncs:
+            entry = self.sync_sites.setdefault(site, {"windows": set(), "kinds": set(), "loss": True})
             entry["windows"].add(window)
             entry["kinds"].add(kind)
-            entry["count"] += 1
-            entry["scalar"] = entry["scalar"] and scalar and kind in ("item", "print", "bool")
+            entry["loss"] = entry["loss"] and loss
         per_step = sorted(self.sync_totals)[len(self.sync_totals) // 2]
+        many = per_step >= 3
         for site, entry in self.sync_sites.items():
             if len(entry["windows"]) < 2 or 2 * len(entry["windows"]) < self.closed:
                 continue
+            if entry["loss"] and not many:
+                continue
             kinds = ", ".join(sorted(entry["kinds"]))
-            many = per_step >= 3
             self.watcher.log.add(
                 Finding(
                     "host sync" if many else "note",
@@ -187,6 +192,14 @@ class DeepJudge:
                 fix=fix,
             )
         )
+
+    def keep_allocs(self, allocs: list, step: int) -> None:
+        """The tensors a window cut for its cost saw made: whether they outlive their step does not
+        depend on the window being complete (a graph kept across steps makes each backward longer,
+        so its windows are the ones cut)."""
+        if allocs:
+            self.cut_windows -= 1  # negative ids: apart from the complete windows' numbers
+            self.allocs.append((self.cut_windows, step, allocs))
 
     def judge(self, step: int) -> None:
         """Tensors a window made that are still alive two steps after it closed (cheap: weakrefs)."""

@@ -24,6 +24,7 @@ from course_utils.toolkit.watch.evalloop import GradForwards, no_grad_forwards_i
 from course_utils.toolkit.watch.findings import UNKNOWN, Finding, Site, user_site
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
+_PER_CHANNEL = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)  # remove a bias too
 
 
 def mode_sensitive(module: nn.Module) -> bool:
@@ -307,18 +308,41 @@ class ModelTracker:
             )
 
 
+def _norm_after(root: nn.Module, owner: str) -> tuple[nn.Module, int | None] | None:
+    """The leaf module right after leaf ``owner`` (in registration order) when it is a norm layer,
+    with its number of features."""
+    leaves = [(n, m) for n, m in root.named_modules() if not next(m.children(), None)]
+    for i, (name, _) in enumerate(leaves[:-1]):
+        if name == owner:
+            nxt = leaves[i + 1][1]
+            if not isinstance(nxt, _NORMS):
+                return None
+            size = getattr(nxt, "num_features", None) or getattr(nxt, "num_channels", None)
+            if size is None and isinstance(nxt, nn.LayerNorm):
+                size = nxt.normalized_shape[-1]
+            return nxt, size
+    return None
+
+
 def feeds_norm(root: nn.Module, param_name: str, numel: int) -> str | None:
     """If ``param_name`` is the bias of a Linear/Conv whose output goes straight into a norm layer
     (the next leaf module, with as many features), that norm layer's class name."""
     if not param_name.endswith("bias"):
         return None
-    owner = param_name.rsplit(".", 1)[0] if "." in param_name else ""
-    leaves = [(n, m) for n, m in root.named_modules() if not next(m.children(), None)]
-    for i, (name, _) in enumerate(leaves[:-1]):
-        if name == owner:
-            nxt = leaves[i + 1][1]
-            size = getattr(nxt, "num_features", None) or getattr(nxt, "num_channels", None)
-            if size is None and isinstance(nxt, nn.LayerNorm):
-                size = nxt.normalized_shape[-1]
-            return type(nxt).__name__ if isinstance(nxt, _NORMS) and size == numel else None
-    return None
+    found = _norm_after(root, param_name.rsplit(".", 1)[0] if "." in param_name else "")
+    return type(found[0]).__name__ if found and found[1] == numel else None
+
+
+def scale_invariant(root: nn.Module, param_name: str) -> bool:
+    """Whether ``param_name`` is the weight of a Linear/Conv whose output goes straight into a norm
+    layer over its output features (batch or instance norm; layer or group norm only without a bias):
+    the norm divides out the weight's scale, so the weight's size says nothing about the step's
+    effect (its relative updates are large early and shrink as its norm grows)."""
+    if not param_name.endswith("weight") or "." not in param_name:
+        return False
+    owner = param_name.rsplit(".", 1)[0]
+    module = dict(root.named_modules()).get(owner)
+    features = getattr(module, "out_channels", None) or getattr(module, "out_features", None)
+    found = _norm_after(root, owner) if features else None
+    per_channel = found and (isinstance(found[0], _PER_CHANNEL) or getattr(module, "bias", None) is None)
+    return bool(per_channel) and found[1] == features

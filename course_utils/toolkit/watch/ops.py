@@ -69,6 +69,12 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.nbytes if t.layout == torch.strided else 0
 
 
+def _loss_read(t, kind: str) -> bool:
+    """A read of a loss value: one element with an autograd graph (the loss or a term of it; a metric
+    computed from argmax or under no_grad has none)."""
+    return t is not None and kind in ("item", "print") and t.numel() == 1 and t.grad_fn is not None
+
+
 class OpWatch(Window):
     """One deep window at a time: what the user's code did, op by op."""
 
@@ -208,9 +214,11 @@ class OpWatch(Window):
         direct = called_from_user(2)
         if training:
             kind = function_kind(func, args, kwargs, self.is_device) if direct else None
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if kind == "to host" and func is torch.Tensor.to and self._to_device(func, args, kwargs):
+                kind = None  # .to(device) towards the run's device (on a CPU run, "cpu"): not a read
             if kind is not None:  # reads torch's own code makes for the user (GradScaler.step) are the API's
-                first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-                self.syncs.append((site, kind, first is not None and first.numel() == 1))
+                self.syncs.append((site, kind, _loss_read(first, kind)))
             if direct and func in _COPIES and args and self._to_device(func, args, kwargs):
                 origin = self._host_origin(args[0])
                 if origin is not None and origin[2] == self.window:

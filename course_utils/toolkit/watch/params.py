@@ -41,6 +41,7 @@ class OptimizerWatch(Trends):
         self.norms: list[float] = []
         self.norm_losses: list = []  # the loss at each of those checks (None: none seen)
         self.ratio_hi = self.ratio_lo = 0
+        self.ratio_loss = None  # the loss at the first check of a run of high update ratios
         self._snap: list[torch.Tensor] | None = None
         self._params: list[torch.Tensor] = []
         self._with_grad: list[int] = []
@@ -230,7 +231,7 @@ class OptimizerWatch(Trends):
 
         if not with_grad and not self._sparse and w.backward_since_step and not self._probe_fired:
             w.report_no_gradient(None, 1)
-        self._check_ratios(params, moved, norms, lr_of, gnorm)
+        self._check_ratios(params, moved, norms, lr_of, gnorm, loss_v)
         self._check_growth([v for v in gnorm.values()], loss_v)
         self._check_flat(loss_v, gnorm, lr_of)
 

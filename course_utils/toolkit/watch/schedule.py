@@ -97,11 +97,15 @@ class Schedule:
 
     def _drop_window(self) -> bool:
         """Leave a window cut for its cost, at a safe point (its modes on top of the stacks, or
-        left for the optimizer's step); what it counted so far is dropped, not judged."""
+        left for the optimizer's step); what it counted per step so far is dropped, not judged (the
+        tensors it saw made are kept for the memory-growth check)."""
         ops = self.ops
         if not ops.open or not ops.stop():
             return False
-        self.cost.charge(self.cost.clock() - self._window_clock, window=True)
+        passes = max(now - then for now, then in zip((self.backwards, self.models.top_forwards),
+                                                     self.deep.passes_at_open, strict=True))
+        self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
+        self.deep.keep_allocs(ops.allocs, self.step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
         self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)
         return True

@@ -119,7 +119,23 @@ class Trends:
             )
         )
 
-    def _check_ratios(self, params, moved, norms, lr_of, gnorm) -> None:
+    def _scale_free(self, p) -> bool:
+        """A weight whose scale a norm layer right after it divides out (``scale_invariant``)."""
+        from course_utils.toolkit.watch.models import scale_invariant
+
+        roots = self.watcher.models.live_roots()
+        for root in roots:
+            for name, q in root.named_parameters():
+                if q is p:
+                    return scale_invariant(root, name)
+        return False
+
+    def _check_ratios(self, params, moved, norms, lr_of, gnorm, loss=None) -> None:
+        """Update-to-weight ratios of the weight matrices: a median above 0.25 at three checks in a
+        row while the loss has not fallen since the first of them diverges (large early steps of a
+        loss that falls are fast learning: small initial weights, momentum); a largest ratio under
+        a millionth does not learn. Weights a norm layer makes scale-free are left out: their
+        relative steps are large while their norm is small, by design."""
         ratios = [
             moved[i] / norms[i]
             for i, p in enumerate(params)
@@ -129,16 +145,20 @@ class Trends:
             and lr_of[i] > 0
             and i in gnorm
             and math.isfinite(moved[i])
+            and not (moved[i] > 0.25 * norms[i] and self._scale_free(p))
         ]
         if not ratios or self.steps < 3:
             return
         ratios.sort()
         median, top = ratios[len(ratios) // 2], ratios[-1]
         self.ratio_hi = self.ratio_hi + 1 if median > 0.25 else 0
+        if self.ratio_hi == 1 or loss is None or not math.isfinite(loss):
+            self.ratio_loss = loss
+        falling = self.ratio_loss is not None and loss is not None and loss < self.ratio_loss
         # the largest update under a millionth of its weight: nothing learns (1e-4..1e-2 is healthy)
         self.ratio_lo = self.ratio_lo + 1 if top < 1e-6 and any(v > 0 for v in gnorm.values()) else 0
         w = self.watcher
-        if self.ratio_hi >= 3:
+        if self.ratio_hi >= 3 and not falling:
             w.log.add(
                 Finding(
                     "update ratio",
