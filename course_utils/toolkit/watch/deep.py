@@ -97,7 +97,8 @@ class DeepJudge:
         """Fold one finished window into the counts and report what became certain."""
         self.closed += 1
         window = self.closed
-        self._syncs(ops.syncs, window, step)
+        self._syncs(ops.syncs, {id(n) for n in ops.loss_nodes}, window, step)
+        ops.loss_nodes = []
         self._copies(ops.copies, window, step)
         for op, site in ops.fallbacks:
             seen = self.fallback_sites.setdefault((op, site), set())
@@ -115,16 +116,19 @@ class DeepJudge:
         self.allocs.append((window, step, ops.allocs))
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
 
-    def _syncs(self, syncs: list, window: int, step: int) -> None:
+    def _syncs(self, syncs: list, losses: set, window: int, step: int) -> None:
         """Reads per pass (accumulation reads once per micro-batch, a rollout once per action). Reads
-        of loss values count as one wait per pass however many there are (the first drains the
-        queue, the loss's terms are computed by then), and alone they are logging, not a finding;
+        of loss values (a one-element value whose autograd node is at or near a backward's root,
+        ``losses``: the loss, the terms it was summed from) count as one wait per pass however many
+        there are (the first drains the queue, the terms are computed by then), and alone they are
+        logging, not a finding;
         three waits or more per pass is a host sync, one or two a note."""
         w = self.watcher
         backwards, forwards = (now - then for now, then in zip(_passes(w), self.passes_at_open, strict=True))
         passes = max(1, backwards, forwards)
-        losses = sum(1 for *_, loss in syncs if loss)
-        self.sync_totals.append((len(syncs) - losses + min(losses, passes)) / passes)
+        syncs = [(site, kind, node is not None and id(node) in losses) for site, kind, node in syncs]
+        reads = sum(1 for *_, loss in syncs if loss)
+        self.sync_totals.append((len(syncs) - reads + min(reads, passes)) / passes)
         for site, kind, loss in syncs:
             entry = self.sync_sites.setdefault(site, {"windows": set(), "kinds": set(), "loss": True})
             entry["windows"].add(window)

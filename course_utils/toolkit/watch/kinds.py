@@ -176,12 +176,13 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
         "make parameters contiguous before building the optimizer (p.data = p.data.contiguous())",
     ),
     "probabilities as logits": (
-        "a loss fed probabilities where it expects logits",
+        "a loss or a distribution fed probabilities where it expects logits",
         "bug",
-        "cross_entropy applies log_softmax and BCEWithLogitsLoss a sigmoid themselves: a softmax or sigmoid "
-        "before them is applied twice, the loss cannot approach 0 and its gradients shrink",
+        "cross_entropy applies log_softmax, BCEWithLogitsLoss a sigmoid and Categorical(logits=...) a "
+        "softmax themselves: a softmax or sigmoid before them is applied twice, the loss cannot approach "
+        "0 and its gradients shrink, a policy is squeezed towards uniform",
         "remove the softmax/sigmoid from the model's output (apply it only for predictions), or use "
-        "nll_loss(log(probs)) / binary_cross_entropy on probabilities",
+        "nll_loss(log(probs)) / binary_cross_entropy / Categorical(probs=...) on probabilities",
     ),
     "softmax over batch": (
         "softmax taken over the batch dimension",

@@ -69,10 +69,23 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.nbytes if t.layout == torch.strided else 0
 
 
-def _loss_read(t, kind: str) -> bool:
-    """A read of a loss value: one element with an autograd graph (the loss or a term of it; a metric
-    computed from argmax or under no_grad has none)."""
-    return t is not None and kind in ("item", "print") and t.numel() == 1 and t.grad_fn is not None
+def _read_node(t, kind: str):
+    """The autograd node of a one-element value read on the host (a loss, or a term of it, when a
+    backward of the window starts at or near it: ``loss_nodes``), else None."""
+    return t.grad_fn if t is not None and kind in ("item", "print") and t.numel() == 1 else None
+
+
+def loss_nodes(root, limit: int = 64) -> list:
+    """The autograd nodes nearest a backward's root (the loss and the terms it was summed from)."""
+    seen, todo, out = set(), [root], []
+    while todo and len(out) < limit:
+        node = todo.pop(0)
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        todo.extend(n for n, _ in node.next_functions)
+    return out
 
 
 class OpWatch(Window):
@@ -91,7 +104,8 @@ class OpWatch(Window):
         self._numpy: dict[int, int] = {}  # data pointer of numpy-backed memory -> window first seen
         self.broadcasts = Broadcasts(watcher)
         self.losses = LossInputs(watcher)
-        self.syncs: list[tuple] = []  # (site, kind, scalar) this window
+        self.syncs: list[tuple] = []  # (site, kind, autograd node of a value read) this window
+        self.loss_nodes: list = []  # the nodes nearest this window's backward roots
         self.copies: list[tuple] = []  # (origin, how, copy site, bytes, model side, fingerprint)
         self.fallbacks: list[tuple] = []  # (op, site)
         self.cuts: dict = {}  # site -> description (graph cuts seen in any window)
@@ -218,7 +232,7 @@ class OpWatch(Window):
             if kind == "to host" and func is torch.Tensor.to and self._to_device(func, args, kwargs):
                 kind = None  # .to(device) towards the run's device (on a CPU run, "cpu"): not a read
             if kind is not None:  # reads torch's own code makes for the user (GradScaler.step) are the API's
-                self.syncs.append((site, kind, _loss_read(first, kind)))
+                self.syncs.append((site, kind, _read_node(first, kind)))
             if direct and func in _COPIES and args and self._to_device(func, args, kwargs):
                 origin = self._host_origin(args[0])
                 if origin is not None and origin[2] == self.window:

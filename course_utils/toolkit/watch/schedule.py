@@ -11,6 +11,8 @@ import time
 
 from torch.nn.modules import module as module_hooks
 
+from course_utils.toolkit.watch.ops import loss_nodes
+
 
 class Schedule:
     """Mixed into ``Watcher``: uses its ``ops``, ``deep``, ``models`` and counters."""
@@ -89,6 +91,7 @@ class Schedule:
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
         self.ops.start()
+        self.ops.loss_nodes = loss_nodes(self.loss_fn) if self.loss_fn is not None else []
         self._window_clock = now = self.cost.clock()
         # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
         self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf
@@ -107,6 +110,7 @@ class Schedule:
         self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
         self.deep.keep_allocs(ops.allocs, self.step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
+        ops.loss_nodes = []
         self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)
         return True
 

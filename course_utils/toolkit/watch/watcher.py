@@ -31,9 +31,10 @@ from course_utils.toolkit.watch.copies import Copies
 from course_utils.toolkit.watch.cost_budget import SHARE, Budget
 from course_utils.toolkit.watch.data_order import SamplerOrder
 from course_utils.toolkit.watch.deep import DeepJudge
+from course_utils.toolkit.watch.distributions import DistributionLogits
 from course_utils.toolkit.watch.findings import UNKNOWN, Finding, FindingLog, user_site
 from course_utils.toolkit.watch.models import ModelTracker
-from course_utils.toolkit.watch.ops import OpWatch
+from course_utils.toolkit.watch.ops import OpWatch, loss_nodes
 from course_utils.toolkit.watch.params import OptimizerWatch
 from course_utils.toolkit.watch.schedule import Schedule
 from course_utils.toolkit.watch.verdicts import Verdicts
@@ -105,6 +106,7 @@ class Watcher(Verdicts, Schedule):
         self.deep = DeepJudge(self)
         self.copies = Copies(self)  # model copies and the GradScaler's order
         self.order = SamplerOrder(self)  # the order of the training data
+        self.distributions = DistributionLogits(self)  # probabilities given as a distribution's logits
         self.step = 0  # steps of the first optimizer seen (or manual updates)
         self.backwards = 0
         self.backward_since_step = False
@@ -122,6 +124,7 @@ class Watcher(Verdicts, Schedule):
         self.paused = False
         self._boundary_due = False
         self.last_loss: torch.Tensor | None = None
+        self.loss_fn = None  # the autograd node the last backward started from
         self.deep_steps = 0
         self._next_deep = 1
         self._armed = False
@@ -148,6 +151,7 @@ class Watcher(Verdicts, Schedule):
         watch_autograd.install(self)
         self.copies.install()
         self.order.install()
+        self.distributions.install()
         _ACTIVE.append(self)
         self._open_window()  # the set-up and the first step, op by op
         return self
@@ -166,6 +170,7 @@ class Watcher(Verdicts, Schedule):
         watch_autograd.uninstall(self)
         self.copies.uninstall()
         self.order.uninstall()
+        self.distributions.uninstall()
         if not broken:
             self.models.finish()
             self._flush_nan()
@@ -234,6 +239,8 @@ class Watcher(Verdicts, Schedule):
         if loss is not None and loss.numel() == 1:
             if self.ops.open:
                 self.ops.losses.chance.on_backward(loss)
+                self.ops.loss_nodes += loss_nodes(loss.grad_fn)
+            self.loss_fn = loss.grad_fn  # the next window's reads of this loss are logging too
             self.last_loss = loss.detach()  # holding the graph would move its freeing into this hook
             if self.loss_site is UNKNOWN or self.ops.open:
                 self.loss_site = user_site(3)
