@@ -68,7 +68,8 @@ def test_the_capstone_can_be_solved_with_course_watch():
     """Lesson 08's haunted run, watched with no line added: the gradient bug, the layout bug under
     the emulated affected Mac (twice: non-contiguous, and the lost updates it causes) and the
     fallback are problems; its one read per step, of the loss, is logging, not a finding (the
-    watcher's rule); the data-order bug is outside what a training watcher sees. The fixed run gets none of these. The mode stacks are left empty."""
+    watcher's rule); the data-order bug is outside what a training watcher sees. The fixed run
+    gets none of these. The mode stacks are left empty."""
     from course_utils.labs.capstone import Lab, fixed, haunted
 
     with watch(verbose=False) as watcher:
