@@ -201,7 +201,8 @@ class Sandbox:
             spec_path = self.run_dir / f"{workdir.name}.spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
             status = self._supervise(spec_path, token, results)
-            status.records, status.problem = read_results_fd(results, self.limits.result_cap)
+            status.records, problem = read_results_fd(results, self.limits.result_cap)
+            status.problem = status.problem or problem
             status.isolation = self.isolation.mode
             return status
         finally:
