@@ -257,7 +257,8 @@ def parser() -> argparse.ArgumentParser:
     gr.add_argument("--json", help="also write every detail (cases, expected, got, output) here")
     gr.add_argument("--jobs", type=int, default=1, help="submissions graded in parallel (default 1)")
     gr.add_argument("--timeout", type=float, default=60.0,
-                    help="wall-clock seconds per submission; a cell or one exercise gets a quarter")
+                    help="seconds per submission (wall time less time spent waiting for a CPU, at most 3x "
+                         "in all); a cell or one exercise gets a quarter")
     gr.add_argument("--memory", type=int, default=2048,
                     help="address-space limit per submission in MB (default 2048; 0: none), "
                          "plus what a CUDA torch's GPU libraries map")

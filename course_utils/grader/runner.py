@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from course_utils.core.check_calls import check_calls
+from course_utils.grader.fair_clock import FairTimer
 from course_utils.grader.guard import forget_checkout, install_guard
 
 
@@ -89,28 +90,35 @@ def python_source(source: str) -> str:
 
 # --- soft time limits ---------------------------------------------------------------------------
 
-_armed = [False]
+_armed: list = [None]  # the running step's FairTimer, or None
 
 
 def _alarm(signum, frame) -> None:
-    if _armed[0]:
-        raise StepTimeout()
+    timer = _armed[0]
+    if timer is None:
+        return
+    left = timer.left()
+    if left > 0.01:  # the step waited for a CPU: its own time is not up yet
+        signal.setitimer(signal.ITIMER_REAL, left, 0.5)
+        return
+    raise StepTimeout()
 
 
 @contextmanager
 def time_limit(seconds: float):
-    """Raise StepTimeout in the running code after ``seconds``, then every 0.5 s until it stops.
+    """Raise StepTimeout in the running code once it has had ``seconds`` of its own time (wall
+    time less the time spent waiting for a CPU: ``fair_clock``), then every 0.5 s until it stops.
 
     The previous SIGALRM handler and timer are put back afterwards (tests run this in-process).
     """
     previous = signal.signal(signal.SIGALRM, _alarm)
     was = signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
     started = time.monotonic()
-    _armed[0] = True
+    _armed[0] = FairTimer(seconds)
     try:
         yield
     finally:
-        _armed[0] = False
+        _armed[0] = None
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         if was[0] > 0:

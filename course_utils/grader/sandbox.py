@@ -28,6 +28,7 @@ from pathlib import Path
 
 from course_utils.grader import isolation, procs
 from course_utils.grader.address_space import gpu_library_bytes
+from course_utils.grader.fair_clock import latest_end
 from course_utils.grader.results import read_results, read_results_fd  # noqa: F401 - read_results re-exported
 from course_utils.grader.tidy import remove_tree
 
@@ -42,7 +43,7 @@ HALT_S = 10.0  # after Ctrl-C: the most a supervisor gets to stop its submission
 class Limits:
     """Per-submission limits (see ``course grade --help``)."""
 
-    timeout: float = 60.0  # wall-clock seconds for the whole submission
+    timeout: float = 60.0  # seconds for the whole submission: wall time less CPU queueing (fair_clock)
     memory_mb: int = 2048  # address space (RLIMIT_AS); importing torch needs about 700 MB
     output_cap: int = 20_000  # bytes of stdout and of stderr kept
     result_cap: int = 64 * 2**20  # bytes of results read back (also the file-size limit)
@@ -244,9 +245,10 @@ class Sandbox:
         return _status(final, self.limits.output_cap)
 
     def _wait(self, sup: subprocess.Popen) -> tuple[bool, bytes, bytes]:
-        """The supervisor's output, waiting at most ``timeout`` + ``GRACE_S`` (the deadline the
-        grader enforces itself); a stopped supervisor is resumed (SIGCONT) every second."""
-        deadline = time.monotonic() + self.limits.timeout + GRACE_S
+        """The supervisor's output, waiting at most the longest the supervisor's fair deadline can
+        stretch to, plus ``GRACE_S`` (the deadline the grader enforces itself); a stopped
+        supervisor is resumed (SIGCONT) every second."""
+        deadline = time.monotonic() + latest_end(self.limits.timeout) + GRACE_S
         while True:
             try:
                 out, err = sup.communicate(timeout=max(0.05, min(1.0, deadline - time.monotonic())))

@@ -11,8 +11,9 @@ imported: it starts in well under a second and holds no references. It
 4. prints the child's pid, then lets it run (a "go" byte on its stdin): the grader knows whom to
    clean up even if the submission kills this supervisor at once;
 5. keeps at most ``output_cap`` bytes of each stream (the rest is read and dropped, so a flood
-   neither blocks the child nor fills memory), kills the whole tree at the wall-clock deadline,
-   and in every case stops-then-kills every descendant before printing one status line (JSON).
+   neither blocks the child nor fills memory), kills the whole tree at the deadline (wall time
+   less the time it waited for a CPU: ``fair_clock``), and in every case stops-then-kills every
+   descendant before printing one status line (JSON).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import sys
 import time
 
 if __package__:
-    from course_utils.grader import procs
+    from course_utils.grader import fair_clock, procs
 else:  # run by path: this file's folder is sys.path[0]
+    import fair_clock
     import procs
 
 LIMITS = {"cpu_seconds": resource.RLIMIT_CPU, "memory_bytes": resource.RLIMIT_AS,
@@ -97,12 +99,22 @@ def _resume(pid: int) -> None:
         pass
 
 
-def _watch(child: subprocess.Popen, sel, deadline: float, stop: list) -> bool:
+def _left(child: subprocess.Popen, deadline: float, seconds: float) -> float:
+    """Seconds left before the deadline, which moves back by the time the submission's processes
+    waited for a CPU (``fair_clock``; read only once the plain deadline has passed)."""
+    left = deadline - time.monotonic()
+    if left > 0:
+        return left
+    tree = procs.descendants(procs.snapshot(), [child.pid]) | {child.pid}
+    return left + fair_clock.forgiven_s(fair_clock.most_queued_s(tree), seconds)
+
+
+def _watch(child: subprocess.Popen, sel, started: float, seconds: float, stop: list) -> bool:
     """Read output until the child exits, the deadline passes (True) or we are told to stop."""
     grader = os.getppid()
     while child.poll() is None and not stop:
         _resume(grader)
-        left = deadline - time.monotonic()
+        left = _left(child, started + seconds, seconds)
         if left <= 0:
             return True
         if sel.get_map():
@@ -152,7 +164,7 @@ def supervise(spec: dict) -> dict:
     for stream, capture in ((child.stdout, out), (child.stderr, err)):
         os.set_blocking(stream.fileno(), False)
         sel.register(stream, selectors.EVENT_READ, capture)
-    timed_out = _watch(child, sel, started + spec["timeout"], stop)
+    timed_out = _watch(child, sel, started, spec["timeout"], stop)
     swept = _clean_up(child, token)
     _resume(os.getppid())
     end = time.monotonic() + 1.0
