@@ -281,6 +281,8 @@ def test_does_an_interrupted_or_killed_grader_leave_a_marked_gradebook_and_nothi
     else:  # the rows written as they finished stay, marked as a run that did not end
         assert rows["01_b_loops.ipynb"]["note"] == PENDING and doc["status"] == "in progress"
     assert (out / "gradebook.previous.csv").read_text() == "last week's gradebook\n"
+    if sig == signal.SIGINT:  # an interrupted grader ends only after its submissions' processes
+        assert not processes_mentioning(str(work))
     assert wait_until(lambda: not processes_mentioning(str(work)), within=60)  # ends when all are gone
 
 

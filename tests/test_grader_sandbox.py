@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -179,3 +180,60 @@ def test_are_the_results_read_with_a_size_cap_and_garbage_skipped(tmp_path):
     records, problem = read_results(path, cap=60)
     assert len(records) < 11 and "exceed" in problem
     assert read_results(tmp_path / "absent.jsonl", cap=10) == ([], None)
+
+
+class LoopingSandbox(Sandbox):
+    """The sandbox with a child that loops forever (named by ``marker``) in place of the runner."""
+
+    marker = ""
+
+    def _spec(self, workdir, token) -> dict:
+        return {**super()._spec(workdir, token),
+                "cmd": [sys.executable, "-c", "while True:\n    pass", self.marker]}
+
+
+def our_live_children() -> set[int]:
+    """This process's children that still run (zombies excluded)."""
+    me = os.getpid()
+    found = set()
+    for pid, p in procs.snapshot().items():
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if p.ppid == me and state != b"Z":
+            found.add(pid)
+    return found
+
+
+# Moments after Sandbox.run starts: while the supervisor is being started, while it starts its child,
+# while the child runs. Whatever the moment, nothing may be left when the interrupt comes out.
+@pytest.mark.parametrize("after_s", [0.0, 0.002, 0.01, 0.05, 0.15, 0.4])
+def test_does_ctrl_c_at_any_moment_of_a_run_leave_nothing_running_when_it_returns(marker, after_s):
+    box = LoopingSandbox(Limits(timeout=30))
+    box.marker = marker
+    before = our_live_children()
+    timer = threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()
+            box.run([], [], b"")
+        timer.join()
+        assert not alive(marker), "the submission outlived the Ctrl-C"
+        assert our_live_children() <= before, "a supervisor outlived the Ctrl-C"
+    finally:
+        box.close()
+
+
+def test_does_a_run_started_after_an_interrupt_start_no_process(marker):
+    box = LoopingSandbox(Limits(timeout=30))  # course grade: a worker thread reaching run() after Ctrl-C
+    box.marker = marker
+    try:
+        box.interrupt()
+        before = our_live_children()
+        status = box.run([], [], b"")
+        assert "interrupted" in status.problem and status.returncode is None
+        assert not alive(marker) and our_live_children() <= before
+    finally:
+        box.close()

@@ -30,11 +30,8 @@ def judge_in_sandbox(drill: Drill, code: str, timeout: float = TIMEOUT_S) -> Fix
     """The verdict on ``code``, an edit of ``drill`` (in its form), from a limited process."""
     limits = Limits(timeout=timeout)
     box = FixSandbox(limits, isolate="guards")
-    try:
+    try:  # Ctrl-C, or the kernel interrupted: the sandbox ends the edit's processes, then re-raises
         status = box.run([code], [{"drill": drill.id, "form": drill.variant_index}], b"")
-    except KeyboardInterrupt:  # Ctrl-C, or the kernel interrupted: the edit's processes end too
-        box.interrupt()
-        raise
     finally:
         box.close()
     verdict = next((r for r in status.records if r.get("event") == "verdict"), None)

@@ -10,12 +10,15 @@ appears, then kills them all: a stopped process cannot fork, so even a fork loop
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 PR_SET_PDEATHSIG = 1
@@ -169,3 +172,43 @@ def reap(pids: Iterable[int], deadline_s: float = 5.0) -> None:
             if done:
                 break
             time.sleep(0.01)
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) back for the block and act on it at its end (the handler that was
+    there runs then: ``KeyboardInterrupt`` by default). A process started in the block is thus
+    always known to the caller, never lost to an interrupt between its start and its record.
+    On a thread other than the main one (which never gets ``KeyboardInterrupt``) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+        if caught and callable(previous):
+            previous(signal.SIGINT, caught[0])
+        elif caught and previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def halt(proc: subprocess.Popen, within: float, fallback: Callable[[], object]) -> None:
+    """Tell ``proc`` (a supervisor) to stop (SIGTERM, and SIGCONT should it be stopped) and wait
+    while it cleans up, reading its pipes, at most ``within`` s. One that does not end in time (or
+    a second Ctrl-C meanwhile) is killed and ``fallback()`` cleans up in its place."""
+    done = False
+    try:
+        for sig in (signal.SIGTERM, signal.SIGCONT):
+            _signal(proc.pid, sig)
+        proc.communicate(timeout=within)
+        done = True
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if not done:
+            proc.kill()
+            fallback()
+            proc.wait()

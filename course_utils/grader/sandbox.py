@@ -36,6 +36,7 @@ SUPERVISOR = Path(__file__).with_name("supervise.py")
 TOKEN_VAR = "MPS_DETECTIVE_GRADING"
 MIN_MEMORY_MB = 768  # measured: torch + course_utils + matplotlib need ~700 MB of address space
 GRACE_S = 15.0  # beyond --timeout, for the supervisor's own start and clean-up
+HALT_S = 10.0  # after Ctrl-C: the most a supervisor gets to stop its submission and clean up
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class Sandbox:
             raise
         self.blocked = self.isolation.blocked
         self.live: set[int] = set()
+        self.stopping = False  # set by interrupt(): no supervisor starts after it
         self.lock = threading.Lock()
         self.count = 0
         me = os.getpid()
@@ -200,7 +202,8 @@ class Sandbox:
             spec_path = self.run_dir / f"{workdir.name}.spec.json"
             spec_path.write_text(json.dumps(spec), encoding="utf-8")
             status = self._supervise(spec_path, token, results)
-            status.records, status.problem = read_results_fd(results, self.limits.result_cap)
+            status.records, problem = read_results_fd(results, self.limits.result_cap)
+            status.problem = status.problem or problem
             status.isolation = self.isolation.mode
             return status
         finally:
@@ -211,17 +214,27 @@ class Sandbox:
                 (workdir.parent / f"{workdir.name}{extra}").unlink(missing_ok=True)
 
     def _supervise(self, spec_path: Path, token: str, results: int | None = None) -> RunStatus:
-        with self.lock:
-            sup = subprocess.Popen([sys.executable, "-E", "-s", str(SUPERVISOR), str(spec_path)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, start_new_session=True,
-                                   pass_fds=() if results is None else (results,))
-            self.live.add(sup.pid)
+        sup = None
         try:
+            # Ctrl-C waits until the supervisor is recorded; it carries the token, so a sweep finds it
+            with procs.interrupts_deferred(), self.lock:
+                if self.stopping:
+                    return RunStatus(problem="not run: the run was interrupted (Ctrl-C)")
+                sup = subprocess.Popen([sys.executable, "-E", "-s", str(SUPERVISOR), str(spec_path)],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, start_new_session=True,
+                                       env={**os.environ, TOKEN_VAR: token},
+                                       pass_fds=() if results is None else (results,))
+                self.live.add(sup.pid)
             hung, out, err = self._wait(sup)
+        except BaseException:  # Ctrl-C while it runs: its supervisor stops it, or we do
+            if sup is not None:
+                procs.halt(sup, HALT_S, lambda: self._rescue(None, token))
+            raise
         finally:
-            with self.lock:
-                self.live.discard(sup.pid)
+            if sup is not None:
+                with self.lock:
+                    self.live.discard(sup.pid)
         lines = _json_lines(out)
         child = next((x["child_pid"] for x in lines if type(x.get("child_pid")) is int), None)
         final = next((x for x in reversed(lines) if "returncode" in x), None)
@@ -299,8 +312,9 @@ class Sandbox:
         return killed
 
     def interrupt(self) -> None:
-        """Ctrl-C: ask every live supervisor to clean up and stop."""
+        """Ctrl-C: ask every live supervisor to clean up and stop; start no other."""
         with self.lock:
+            self.stopping = True
             for pid in self.live:
                 try:
                     os.kill(pid, signal.SIGTERM)
