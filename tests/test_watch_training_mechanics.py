@@ -105,16 +105,20 @@ def test_a_padding_mask_left_out_of_the_loss_is_padding_in_loss_and_a_used_mask_
 
 def frozen_loop(how: str):
     """A backbone meant to stay fixed: "zeroed" (gradients zeroed, AdamW holds it), "kept" (zero-filled
-    gradients left by set_to_none=False), or "out" (the optimizer holds only the head: the fix)."""
+    gradients left by set_to_none=False), or "out" (the optimizer holds only the head: the fix); or
+    "idle": a branch that backward itself gives zero gradients (an expert no token was routed to),
+    which AdamW's decay and momentum move by design."""
     def train():
-        backbone, head = nn.Linear(6, 8), nn.Linear(8, 2)
+        backbone, head, idle = nn.Linear(6, 8), nn.Linear(8, 2), nn.Linear(6, 2)
         params = [*head.parameters()] if how == "out" else [*backbone.parameters(), *head.parameters()]
+        params += [*idle.parameters()] if how == "idle" else []
         opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.05)
         for step in range(20):
             if how == "kept" and step == 5:
                 backbone.requires_grad_(False)
             opt.zero_grad(set_to_none=how != "kept")
-            logits = head(torch.relu(backbone(torch.randn(16, 6))))
+            x = torch.randn(16, 6)
+            logits = head(torch.relu(backbone(x))) + (0.0 * idle(x) if how == "idle" else 0.0)
             F.cross_entropy(logits, torch.randint(0, 2, (16,))).backward()
             if how in ("zeroed", "out"):
                 for p in backbone.parameters():
@@ -123,13 +127,15 @@ def frozen_loop(how: str):
     return train
 
 
-def test_zeroed_gradients_that_still_move_are_decayed_while_frozen_and_leaving_them_out_is_quiet():
+def test_zeroed_gradients_that_still_move_are_decayed_while_frozen_and_out_or_idle_ones_are_quiet():
     for how in ("zeroed", "kept"):
         found = watched(frozen_loop(how))
         assert "decayed while frozen" in found, (how, found)
         assert "all zeros at 3 checked steps" in found["decayed while frozen"].what
     quiet = watched(frozen_loop("out"))
     assert "decayed while frozen" not in quiet and "not in optimizer" not in quiet, quiet
+    idle = watched(frozen_loop("idle"))
+    assert "decayed while frozen" not in idle, idle
 
 
 def rows_loop(restore: bool):

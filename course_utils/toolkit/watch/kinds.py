@@ -241,7 +241,7 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
         "bug",
         "the loss stays at the entropy of the labels, the loss of predicting only the class frequencies: "
         "the inputs tell the model nothing about their labels, usually because labels were shuffled, "
-        "split or indexed apart from their inputs",
+        "split or indexed apart from their inputs; data with nothing to learn (random labels) looks the same",
         "shuffle and split inputs and labels with one permutation, and take each label by the index its "
         "sample came with (dataset returns (x, y) together), not by batch position",
     ),

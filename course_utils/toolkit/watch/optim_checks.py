@@ -29,13 +29,19 @@ def _names(w, params: list) -> str:
 
 def still_moving(ow, still: list[tuple]) -> None:
     """``still``: (parameter, group, update norm, parameter norm) of the parameters whose gradient
-    was all zero at this check step and that changed all the same."""
+    was all zero at this check step and that changed all the same. Reported only for a parameter
+    meant to stay fixed (``meant_frozen``): a gradient of zero that backward itself left (an expert
+    no token was routed to, a loss that was zero) moves a parameter through momentum and decay by
+    design."""
     seen = {id(p) for p, *_ in still}
     for key in [k for k in ow.still if k not in seen]:
         del ow.still[key]  # a zero gradient and no change (or a real gradient): not this bug
+        disarm(ow, key)
     for p, _group, moved, norm in still:
         count, top = ow.still.get(id(p), (0, 0.0))
-        ow.still[id(p)] = (count + 1, max(top, moved / norm if norm else 0.0))
+        frozen = meant_frozen(ow, p)
+        ow.still[id(p)] = (count + 1 if frozen is not False else 0, max(top, moved / norm if norm else 0.0))
+        arm(ow, p)
     due = [(p, g) for p, g, *_ in still if ow.still[id(p)][0] >= STILL_AFTER]
     if not due:
         return
@@ -55,6 +61,42 @@ def still_moving(ow, still: list[tuple]) -> None:
         w.step,
         subject=f"decayed while frozen {ow.name}",
     ))
+
+
+def arm(ow, p) -> None:
+    """From now on, keep the largest gradient value each backward leaves in ``p``, before the script
+    can zero it (a post-accumulate-grad hook; one small reduction per backward, no read)."""
+    if id(p) in ow.left_by_backward or not p.requires_grad:
+        return
+    slot = ow.left_by_backward[id(p)] = [None, None]
+
+    def keep(param) -> None:
+        if param.grad is not None and not param.grad.is_sparse:
+            slot[1] = param.grad.detach().abs().amax()
+
+    slot[0] = p.register_post_accumulate_grad_hook(keep)
+
+
+def disarm(ow, key: int | None = None) -> None:
+    """Remove the hook ``arm`` put on one parameter (by id), or on all."""
+    for k in [key] if key is not None else list(ow.left_by_backward):
+        slot = ow.left_by_backward.pop(k, None)
+        if slot is not None:
+            slot[0].remove()
+
+
+def meant_frozen(ow, p) -> bool | None:
+    """Whether a parameter with a zero gradient at the step was meant to stay fixed: it does not
+    require a gradient (``requires_grad_(False)``, its zero-filled gradient left behind), or backward
+    gave it a gradient that the script zeroed before the step. None: not known yet (no backward
+    since ``arm``). False: backward itself left zeros, so momentum and decay move it by design."""
+    if not p.requires_grad:
+        return True
+    slot = ow.left_by_backward.get(id(p))
+    if slot is None or slot[1] is None:
+        return None
+    left, slot[1] = float(slot[1]), None  # one small read, on check steps of suspects only
+    return left > 0
 
 
 def untouched_rows(ow, params: list, groups: list) -> None:

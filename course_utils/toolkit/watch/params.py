@@ -52,6 +52,7 @@ class OptimizerWatch(Trends):
         self._after_step: dict[int, tuple] = {}  # probe id -> (grad id, version after step, backwards)
         self.accumulated = 0
         self.still: dict[int, tuple] = {}  # parameter id -> (checks with a zero gradient and a change, top)
+        self.left_by_backward: dict[int, list] = {}  # parameter id -> [hook handle, what backward left]
         self.rows: dict[int, tuple] = {}  # embedding id -> (checks, rows that ever had a gradient)
         self.lr_first: float | None = None
         self.lr_last, self.lr_fell = 0.0, False
@@ -106,6 +107,11 @@ class OptimizerWatch(Trends):
         optim_checks.unfinished_warmup(self)
 
     def close(self) -> None:
+        """At the end of the watch: every hook this optimizer's checks put on tensors removed."""
+        self._disarm_probes()
+        optim_checks.disarm(self)
+
+    def _disarm_probes(self) -> None:
         for handle in self._probe_handles:
             handle.remove()
         self._probe_handles.clear()
@@ -161,7 +167,7 @@ class OptimizerWatch(Trends):
                 if probe.grad is not None:
                     self._after_step[id(probe)] = (id(probe.grad), probe.grad._version, 0)
         elif self._probe_handles:
-            self.close()
+            self._disarm_probes()
         self._probe_fired = False
         if check and self._snap is not None:
             with torch.no_grad():
