@@ -215,6 +215,8 @@ def test_does_ctrl_c_at_any_moment_of_a_run_leave_nothing_running_when_it_return
     box.marker = marker
     before = our_live_children()
     timer = threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGINT))
+    # Ctrl-C as in a terminal, also where the tests were started with SIGINT ignored (a background job)
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             timer.start()
@@ -223,6 +225,7 @@ def test_does_ctrl_c_at_any_moment_of_a_run_leave_nothing_running_when_it_return
         assert not alive(marker), "the submission outlived the Ctrl-C"
         assert our_live_children() <= before, "a supervisor outlived the Ctrl-C"
     finally:
+        signal.signal(signal.SIGINT, was)
         box.close()
 
 

@@ -113,7 +113,7 @@ def test_a_class_on_jupyterhub_logs_in_checks_collects_and_grades(hub, tmp_path)
     for name, (exercise, _, passes) in WORK.items():
         got, home = done[name], hub.homes / name / "mps-detective"
         prefix, progress_home = got["where"]["stdout"].split()
-        assert Path(prefix) == Path(sys.prefix), "the kernel is the course's Python"
+        assert Path(prefix).resolve() == Path(sys.prefix).resolve(), "the kernel is the course's Python"
         assert Path(progress_home) == home / "progress"
         assert "your exercises:" in got["started"]["stdout"] and (home / NOTEBOOK).is_file()
         assert (home / "notebooks" / "00_start_here.ipynb").is_file(), "the lessons, their own copy"

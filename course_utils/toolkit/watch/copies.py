@@ -6,7 +6,7 @@ scaled and not yet unscaled.
 ``copy.copy``, ``copy.deepcopy``, ``torch.nn.utils.clip_grad_norm_`` and ``GradScaler.scale`` /
 ``update`` are wrapped while the watcher is installed (each call costs a type check); the copies
 are compared with their first state on the watcher's check steps. ``torch.save`` is wrapped too:
-the watcher's forward hooks are taken out of the modules it saves (``models.take_relays``), and
+the watcher's forward hooks are taken out of the modules it saves (``relay.take_relays``), and
 ``torch.compile``, before which an open window's dispatch mode becomes one the compiler skips.
 """
 
@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from course_utils.toolkit.watch.findings import Finding, user_frame, user_site
-from course_utils.toolkit.watch.models import put_back, take_relays
+from course_utils.toolkit.watch.relay import put_back, take_relays
 
 AVERAGED = re.compile(r"ema|averag|swa|polyak|moving", re.I)  # a copy meant to follow the model
 STALE_AFTER = 50  # optimizer steps of the original with the copy unchanged before it is reported

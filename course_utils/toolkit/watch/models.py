@@ -12,7 +12,6 @@ them in train mode (``on_root_forward``, ``check_modes``).
 
 from __future__ import annotations
 
-import functools
 import weakref
 
 import torch
@@ -20,8 +19,10 @@ from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 
 from course_utils.toolkit.watch import coverage as watch_coverage
+from course_utils.toolkit.watch.carried import CarriedGraph
 from course_utils.toolkit.watch.evalloop import GradForwards, no_grad_forwards_in_train_mode
 from course_utils.toolkit.watch.findings import UNKNOWN, Finding, Site, user_site
+from course_utils.toolkit.watch.relay import RootRelay
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
 _PER_CHANNEL = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)  # remove a bias too
@@ -36,49 +37,6 @@ def mode_sensitive(module: nn.Module) -> bool:
     if isinstance(module, (nn.RNNBase, nn.MultiheadAttention)):
         return getattr(module, "dropout", 0) > 0
     return False
-
-
-class _RootRelay:
-    """The per-root forward pre-hook: hands the call to the active watcher. Pickles (and deep-copies
-    into a saved model) as ``partial(dict.get, {})``, a stdlib no-op that returns the inputs as they
-    are, so a model saved with ``torch.save(model)`` loads where course_utils is not installed."""
-
-    def __init__(self, models: ModelTracker):
-        self.models = weakref.ref(models)
-
-    def __call__(self, module, args):
-        models = self.models()
-        if models is not None and models.live:
-            models.on_root_forward(module)
-
-    def __reduce__(self):
-        return (functools.partial, (dict.get, {}))
-
-
-def _is_relay(hook) -> bool:
-    """The watcher's relay, or what a deep copy of it became (``partial(dict.get, {})``)."""
-    if isinstance(hook, _RootRelay):
-        return True
-    return isinstance(hook, functools.partial) and hook.func is dict.get and hook.args == ({},)
-
-
-def take_relays(obj) -> list[tuple]:
-    """Take the relays out of the modules ``obj`` holds (a module, or a checkpoint dict, list or
-    tuple of them, one level down) for ``torch.save``: a model saved whole then loads with
-    ``weights_only`` (torch's default), which allows no hook. Returns what ``put_back`` restores."""
-    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else [obj]
-    taken = []
-    for top in items:
-        for module in top.modules() if isinstance(top, nn.Module) else ():
-            hooks = module._forward_pre_hooks
-            for key in [k for k, h in hooks.items() if _is_relay(h)]:
-                taken.append((hooks, key, hooks.pop(key)))
-    return taken
-
-
-def put_back(taken: list[tuple]) -> None:
-    for hooks, key, hook in taken:
-        hooks.setdefault(key, hook)
 
 
 class ModelTracker:
@@ -106,6 +64,7 @@ class ModelTracker:
         # root id -> (site, eval-mode forwards with grad since a backward)
         self.eval_grad: dict[int, tuple] = {}
         self.grad_forwards = GradForwards(watcher)
+        self.carried = CarriedGraph(watcher)
 
     # --- registration hooks (always on: they fire only while models are built) -----------------
     def on_module_registered(self, parent, name, sub):
@@ -129,8 +88,11 @@ class ModelTracker:
                 has = self._has_params[module] = next(module.parameters(), None) is not None
             if has:
                 self.add_root(module)
-        if self.depth == 0 and id(module) in self._root_ids and args and isinstance(args[0], torch.Tensor):
-            self.batch_size = args[0].shape[0] if args[0].dim() else 0  # the batch a model received
+        if self.depth == 0 and id(module) in self._root_ids and args:
+            if isinstance(args[0], torch.Tensor):
+                self.batch_size = args[0].shape[0] if args[0].dim() else 0  # the batch a model received
+            if torch.is_grad_enabled() and id(module) not in self._relayed:  # a relayed root: on_root_forward
+                self.carried.forward(module, args)
         self.depth += 1
 
     def on_forward(self, module, args, out):
@@ -153,7 +115,7 @@ class ModelTracker:
         for root in [module] if module is not None else self.live_roots():
             if id(root) not in self._relayed:
                 self._relayed.add(id(root))
-                self._handles.append(root.register_forward_pre_hook(_RootRelay(self)))
+                self._handles.append(root.register_forward_pre_hook(RootRelay(self)))
 
     def live_roots(self) -> list[nn.Module]:
         return [m for m in (r() for r in self.roots) if m is not None]
@@ -202,9 +164,11 @@ class ModelTracker:
         return self.watcher._manual is not None or any(id(p) in held for p in root.parameters())
 
     # --- modes --------------------------------------------------------------------------------------
-    def on_root_forward(self, root: nn.Module) -> None:
+    def on_root_forward(self, root: nn.Module, args=()) -> None:
         if self.watcher._boundary_due:
             self.watcher.before_root_forward()
+        if args and torch.is_grad_enabled():
+            self.carried.forward(root, args)
         sensitive = self._sensitive.get(id(root))
         if not sensitive:
             return
