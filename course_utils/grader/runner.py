@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from course_utils.core.check_calls import check_calls
-from course_utils.grader.fair_clock import FairTimer
+from course_utils.grader.fair_clock import MAX_STRETCH, FairTimer
 from course_utils.grader.guard import forget_checkout, install_guard
 
 
@@ -105,7 +105,7 @@ def _alarm(signum, frame) -> None:
 
 
 @contextmanager
-def time_limit(seconds: float):
+def time_limit(seconds: float, max_stretch: float = MAX_STRETCH):
     """Raise StepTimeout in the running code once it has had ``seconds`` of its own time (wall
     time less the time spent waiting for a CPU: ``fair_clock``), then every 0.5 s until it stops.
 
@@ -114,7 +114,7 @@ def time_limit(seconds: float):
     previous = signal.signal(signal.SIGALRM, _alarm)
     was = signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
     started = time.monotonic()
-    _armed[0] = FairTimer(seconds)
+    _armed[0] = FairTimer(seconds, max_stretch=max_stretch)
     try:
         yield
     finally:
