@@ -142,21 +142,24 @@ def test_a_long_set_up_is_watched_in_part_and_the_first_step_still_op_by_op():
     assert "broadcast" in {f.kind for f in w.findings if f.step == 1}
 
 
+def watch_script(tmp_path: Path, source: str) -> subprocess.CompletedProcess:
+    """``course watch --quiet train.py`` in a fresh process, on a script with ``source``."""
+    script = tmp_path / "train.py"
+    script.write_text(source, encoding="utf-8")
+    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--quiet", str(script)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
+                          timeout=300)
+
+
 def test_a_short_watched_run_does_not_load_torch_dynamo(tmp_path):
     """The first call of a dispatch mode's handler imports torch._dynamo (a second of CPU); a script
     that loads none of it (a hand-written update: torch.optim's optimizers load it) must not pay
     for it under watch."""
-    script = tmp_path / "train.py"
-    script.write_text(
+    done = watch_script(tmp_path, (
         "import sys\nimport torch\nmodel = torch.nn.Linear(2, 1)\nx = torch.randn(8, 2)\n"
         "for _ in range(4):\n    model.zero_grad()\n    model(x).pow(2).mean().backward()\n"
         "    for p in model.parameters():\n        p.data.add_(-0.1 * p.grad)\n"
-        "print('dynamo', 'torch._dynamo' in sys.modules)\n",
-        encoding="utf-8",
-    )
-    root = Path(__file__).resolve().parents[1]
-    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--quiet", str(script)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=120)
+        "print('dynamo', 'torch._dynamo' in sys.modules)\n"))
     assert done.returncode == 0 and done.stdout == "dynamo False\n"
     assert "4 backward passes, 1 watched op by op" in done.stderr
 
@@ -179,18 +182,12 @@ def test_a_model_compiled_inside_a_window_trains_under_watch(tmp_path, first):
     """Compiled code never runs under the window's dispatch mode (torch 2.14's compiled backward
     fails under one): the window open when ``torch.compile`` is called is left and no window opens
     after it, whichever mode it had (a fresh process: torch._dynamo loaded or not)."""
-    script = tmp_path / "train.py"
-    script.write_text(
+    done = watch_script(tmp_path, (
         "import torch\n" + first + "from torch import nn\n"
         "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))\n"
         "fast = torch.compile(model, backend='eager')\nx, y = torch.randn(16, 4), torch.randn(16, 1)\n"
         "for _ in range(20):\n    model.zero_grad()\n    ((fast(x) - y) ** 2).mean().backward()\n"
-        "    with torch.no_grad():\n        for p in model.parameters():\n            p -= 0.05 * p.grad\n",
-        encoding="utf-8",
-    )
-    root = Path(__file__).resolve().parents[1]
-    cmd = [sys.executable, "-m", "course_utils.toolkit.watch", "--quiet", str(script)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=root, timeout=300)
+        "    with torch.no_grad():\n        for p in model.parameters():\n            p -= 0.05 * p.grad\n"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "20 backward passes" in done.stderr and "internal error" not in done.stderr
     assert "1 watched op by op" in done.stderr  # only the set-up's window: none over compiled code
