@@ -48,7 +48,8 @@ class ModelTracker:
         self.roots: list[weakref.ref] = []
         self.batch_size = 0
         self._root_ids: set[int] = set()
-        self._has_params: WeakIdKeyDictionary = WeakIdKeyDictionary()
+        self._has_params: WeakIdKeyDictionary = WeakIdKeyDictionary()  # module -> any parameter below
+        self._own_params: WeakIdKeyDictionary = WeakIdKeyDictionary()  # module -> a parameter of its own
         self.module_site: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.param_info: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> (site, owner, name)
         self._handles: list = []
@@ -77,7 +78,7 @@ class ModelTracker:
 
     # --- forward hooks (discovery windows only) -------------------------------------------------
     def on_forward_pre(self, module, args):
-        if self.depth and next(module.parameters(False), None) is not None:
+        if self.depth and self._owns_params(module):
             self.inner_called[module] = self.watcher.deep_steps  # a part the forward calls, and when
         if self.depth == 0 and torch.is_grad_enabled():
             self.top_forwards += 1  # forwards that may be trained through (a rollout's, a micro-batch's)
@@ -94,6 +95,12 @@ class ModelTracker:
             if torch.is_grad_enabled() and id(module) not in self._relayed:  # a relayed root: on_root_forward
                 self.carried.forward(module, args)
         self.depth += 1
+
+    def _owns_params(self, module) -> bool:
+        owns = self._own_params.get(module)
+        if owns is None:
+            owns = self._own_params[module] = next(module.parameters(False), None) is not None
+        return owns
 
     def on_forward(self, module, args, out):
         self.depth = max(0, self.depth - 1)

@@ -91,7 +91,8 @@ class Schedule:
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
         self.ops.start()
-        self.ops.loss_nodes = loss_nodes(self.loss_fn) if self.loss_fn is not None else []
+        loss = self.loss_ref() if self.loss_ref is not None else None  # still the script's: may be read
+        self.ops.loss_nodes = loss_nodes(loss.grad_fn) if loss is not None else []
         self._window_clock = now = self.cost.clock()
         # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
         self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf

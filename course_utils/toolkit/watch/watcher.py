@@ -124,7 +124,7 @@ class Watcher(Verdicts, Schedule):
         self.paused = False
         self._boundary_due = False
         self.last_loss: torch.Tensor | None = None
-        self.loss_fn = None  # the autograd node the last backward started from
+        self.loss_ref: weakref.ref | None = None  # the tensor the last backward started from
         self.deep_steps = 0
         self._next_deep = 1
         self._armed = False
@@ -213,6 +213,8 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_forward_pre(self, module, args) -> None:
         self.models.on_forward_pre(module, args)
+        if not self.ops.open and self.models.roots and self.cost.left() < 0:
+            self._discover(False)  # models are looked for after a cut window until the budget is spent
 
     @_guarded
     def before_root_forward(self) -> None:
@@ -240,8 +242,10 @@ class Watcher(Verdicts, Schedule):
             if self.ops.open:
                 self.ops.losses.chance.on_backward(loss)
                 self.ops.loss_nodes += loss_nodes(loss.grad_fn)
-            self.loss_fn = loss.grad_fn  # the next window's reads of this loss are logging too
-            self.last_loss = loss.detach()  # holding the graph would move its freeing into this hook
+            # the next window's reads of this loss are logging too; held weakly: a graph kept alive
+            # past the script's own last reference slows the next backward (~10% on a long LSTM)
+            self.loss_ref = weakref.ref(loss)
+            self.last_loss = loss.detach()
             if self.loss_site is UNKNOWN or self.ops.open:
                 self.loss_site = user_site(3)
         self.backwards += 1
