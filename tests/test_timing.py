@@ -4,6 +4,7 @@ These tests check states (what is still queued, what each clock reading waited f
 fake clock where a duration matters, so a loaded machine cannot fail them; how much faster or
 slower something measures is reported by tests/benchmarks/bench.py, not asserted here."""
 
+import logging
 import re
 import threading
 import time
@@ -161,13 +162,35 @@ def test_measured_durations_are_marked_and_the_lesson_sanitizer_masks_only_them(
     assert timing.fmt_time(1.5) == "⏱ 1.5 s"
     text = str(timing.Timing(median=0.0312, iqr=0.0004, runs=17, label="forward"))
     assert text == "forward: ⏱ median 31.2 ms, IQR 400 µs, 17 runs"
-    config = (ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8")
-    section = config.split("[03-timings]", 1)[1].split("\n[", 1)[0]
-    regex = re.search(r"^regex: (.*)$", section, re.M).group(1)
-    replace = re.search(r"^replace: (.*)$", section, re.M).group(1)
-    assert section.isascii()  # nbval reads the file in the locale's encoding
+    regex, replace = _sanitizer("03-timings")
     sample = f"naive:        {timing.fmt_time(0.003)}\nsynchronized / naive: True\n"
     assert re.sub(regex, replace, sample) == f"naive:        {replace}\nsynchronized / naive: True\n"
+
+
+def _sanitizer(name: str) -> tuple[str, str]:
+    """The regex and replacement of one section of the lessons' nbval sanitizer."""
+    config = (ROOT / "tests" / "nbval_sanitize.cfg").read_text(encoding="utf-8")
+    section = config.split(f"[{name}]", 1)[1].split("\n[", 1)[0]
+    assert section.isascii()  # nbval reads the file in the locale's encoding
+    regex = re.search(r"^regex: (.*)$", section, re.M).group(1)
+    return regex, re.search(r"^replace: (.*)$", section, re.M).group(1)
+
+
+def test_the_sanitizer_drops_the_builds_local_tag_and_keeps_the_version():
+    regex, replace = _sanitizer("torch-local-version")
+    cases = {"[OK] torch: 2.13.0+cu130": "[OK] torch: 2.13.0", "torch 2.14.1+cpu | device": "torch 2.14.1 | device",
+             "2.6.0+rocm6.1 here": "2.6.0 here", "torch 2.13.0 here": "torch 2.13.0 here",
+             "x12.13.0+cpu": "x12.13.0+cpu"}
+    assert {text: re.sub(regex, replace, text) for text in cases} == cases
+
+
+def test_torchs_extension_builder_note_is_held_back_only_while_the_timer_is_imported(caplog):
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    with timing._extension_builder_quiet():
+        logger.warning("No CUDA runtime is found, using CUDA_HOME='/usr/local'")
+    assert not caplog.records
+    logger.warning("after")
+    assert [r.getMessage() for r in caplog.records] == ["after"]
 
 
 @pytest.mark.skipif(torch.accelerator.is_available(), reason="this machine has an accelerator")

@@ -38,7 +38,7 @@ def permute_copy_times(n: int = 24, ks: Sequence[int] = (2, 3, 4, 5, 6), repeats
     on one thread (so a scheduler hiccup is a small part of it); samples are interleaved across k,
     in alternating order, so a noisy moment hits every k alike. Take the median of each list.
     """
-    from torch.utils.benchmark import Timer
+    from course_utils.toolkit.timing import Timer  # torch's, imported without an unrelated warning
 
     x = torch.randn(1, n, n, n, n, n, generator=torch.Generator().manual_seed(0))
     perms = {k: reverse_first(k) for k in ks} | dict(extra or {})
