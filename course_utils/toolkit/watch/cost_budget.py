@@ -3,7 +3,8 @@ deep windows whole, the hooks' time outside them) and keeps it under a share of 
 far, plus a small allowance for the start. A deep window opens only when the budget has room for
 one like the last complete ones; a window that outgrows what is left is cut at the next safe point
 (a module call, the end of an LBFGS closure, a step boundary) and its partial counts are dropped;
-check steps are skipped while the budget is spent. The set-up before the first model's forward is
+check steps are skipped while the budget is spent, and after a cut window the search for models
+(global module hooks) stops once it is spent. The set-up before the first model's forward is
 not charged: it is watched op by op only for its first ``ops.SETUP_CALLS`` torch calls, a bound of
 its own (the window then waits, modes left, for the first forward).
 
