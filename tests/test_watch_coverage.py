@@ -243,3 +243,33 @@ def test_a_learning_rate_a_million_times_too_small_is_an_update_ratio():
 
     assert "update ratio" in alarms(watched(lambda s: train(s, 1e-8), 60, deep_every=None))
     assert not alarms(watched(lambda s: train(s, 1e-2), 60, deep_every=None))
+
+
+def test_coverage_waits_for_a_step_seen_whole_and_a_swapped_head_is_no_stray():
+    """Which modules a model calls is seen op by op: a verdict taken on an older step's view (the
+    budget spent, no window since the head was swapped) would call the old head a stray."""
+    import math
+
+    from course_utils.toolkit.watch import watch
+    from course_utils.toolkit.watch.cost_budget import Budget
+    from tests.test_watch_budget import Ticks
+
+    torch.manual_seed(0)
+    x, y5, y3 = torch.randn(32, 4), torch.randint(0, 5, (32,)), torch.randint(0, 3, (32,))
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 5))
+    with watch(verbose=False, cost=Budget(share=0.05, floor=100.0, clock=Ticks())) as w:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(4):  # pretraining, watched op by op
+            opt.zero_grad()
+            F.cross_entropy(model(x), y5).backward()
+            opt.step()
+        w.cost.spent = math.inf  # from here on the budget has no room
+        model[2] = nn.Linear(16, 3)  # the new head, and an optimizer for it alone
+        model[0].requires_grad_(False)
+        head_opt = torch.optim.SGD(model[2].parameters(), lr=0.1)
+        for _ in range(8):
+            head_opt.zero_grad()
+            F.cross_entropy(model(x), y3).backward()
+            head_opt.step()
+    assert w._coverage_due and w.deep_steps >= 3  # due, and never judged on a partial view
+    assert not [f for f in w.findings if f.alarm]

@@ -173,7 +173,10 @@ class ModelTracker:
     # --- modes --------------------------------------------------------------------------------------
     def on_root_forward(self, root: nn.Module, args=()) -> None:
         if self.watcher._boundary_due:
+            searching = bool(self.watcher._discovery)
             self.watcher.before_root_forward()
+            if self.watcher._discovery and not searching:
+                self.depth = 1  # the search began inside this model's forward: its parts are no models
         if args and torch.is_grad_enabled():
             self.carried.forward(root, args)
         sensitive = self._sensitive.get(id(root))

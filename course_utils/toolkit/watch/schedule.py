@@ -88,6 +88,7 @@ class Schedule:
 
     def _open_window(self) -> None:
         self.deep_steps += 1
+        self._window_step = self.step + 1  # the step it watches (a cut window is left before it ends)
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
         self.ops.start()
@@ -109,7 +110,7 @@ class Schedule:
         passes = max(now - then for now, then in zip((self.backwards, self.models.top_forwards),
                                                      self.deep.passes_at_open, strict=True))
         self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
-        self.deep.keep_allocs(ops.allocs, self.step)  # tensors seen made are facts, cut or not
+        self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
         ops.loss_nodes = []
         self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)

@@ -116,6 +116,7 @@ class Watcher(Verdicts, Schedule):
         self.optimizers: dict[int, OptimizerWatch] = {}
         self._primary: weakref.ref | None = None  # the optimizer whose steps count as the run's steps
         self._coverage_at = 3
+        self._coverage_due = False  # coverage waits for a step watched op by op from start to end
         self._manual: OptimizerWatch | None = None
         self._handles: list = []
         self._discovery: list = []
@@ -318,7 +319,12 @@ class Watcher(Verdicts, Schedule):
             return
         self.step += 1
         if self.step == self._coverage_at or self.step % 200 == 0:
+            self._coverage_due = True
+        if self._coverage_due and self.ops.open and not self.ops.cut:
+            self._coverage_due = False  # judged on a step seen whole: every model it called was found
             self.models.coverage(self._all_optimizers(), self.step)
+        elif self._coverage_due:
+            self._armed = True  # the next step is watched op by op, as the budget allows
         self.backward_since_step = False
         if self.step % 10 == 0 and self.copies.averaged:
             self.copies.check(self.step)
