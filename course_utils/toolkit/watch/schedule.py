@@ -113,7 +113,7 @@ class Schedule:
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
         ops.loss_nodes = []
-        self._flush_nan()  # the models are still looked for until the step ends (a GAN's second one)
+        self._flush_nan()  # models are still looked for while the budget has room (a GAN's second one)
         return True
 
     def _close_window(self) -> None:

@@ -131,6 +131,7 @@ class Watcher(Verdicts, Schedule):
         self._armed = False
         self._pending_nan: tuple | None = None
         self._window_start = 0.0
+        self._window_step = 0  # the step the open window watches
         self._plain: deque = deque(maxlen=50)  # seconds of recent plain steps
         self._extra: list[float] = []
         self._last_post = 0.0
