@@ -38,6 +38,48 @@ def test_missing_zero_grad_is_named():
     assert not alarms(watched(loop(), 6))
 
 
+CLIPS = {
+    "norm": lambda params: nn.utils.clip_grad_norm_(params, max_norm=0.05),
+    "value": lambda params: nn.utils.clip_grad_value_(params, clip_value=0.01),
+    "by hand": lambda params: [p.grad.mul_(0.5) for p in params],
+}
+
+
+def clipped(*, zero_grad: str, scaler: bool = False, clip: str = "norm"):
+    """Fresh batches each step; the gradients are unscaled (a GradScaler) and clipped in place
+    between backward and the step, as most real training loops do."""
+    def train(steps):
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        grad_scaler = torch.amp.GradScaler("cpu", enabled=scaler)
+        for _ in range(steps):
+            x = torch.randn(64, 8)
+            y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+            if zero_grad != "never":
+                opt.zero_grad(set_to_none=zero_grad == "none")
+            grad_scaler.scale(F.cross_entropy(model(x), y)).backward()
+            grad_scaler.unscale_(opt)
+            CLIPS[clip](list(model.parameters()))
+            grad_scaler.step(opt)
+            grad_scaler.update()
+
+    return train
+
+
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+@pytest.mark.parametrize("scaler", [False, True])
+def test_missing_zero_grad_is_named_when_clipping_changes_the_gradients_in_place(scaler, clip):
+    assert "missing zero_grad" in alarms(watched(clipped(zero_grad="never", scaler=scaler, clip=clip), 6))
+
+
+@pytest.mark.parametrize("clip", sorted(CLIPS))
+@pytest.mark.parametrize("zero_grad", ["none", "zeros"])
+@pytest.mark.parametrize("scaler", [False, True])
+def test_gradients_cleared_then_clipped_are_quiet(zero_grad, scaler, clip):
+    found = watched(clipped(zero_grad=zero_grad, scaler=scaler, clip=clip), 12)
+    assert "missing zero_grad" not in found
+
+
 def test_zero_grad_between_backward_and_step_is_named():
     assert "zero grad at step" in alarms(watched(loop(zero_grad="between"), 6))
 

@@ -8,7 +8,9 @@ information, not lost updates), update-to-weight ratios out of range, a flat los
 are non-zero and a total gradient norm that keeps growing. Every step (no read): the learning
 rate (collapse). Around check steps only (a gradient hook costs a few percent of a small step):
 on two probe parameters whether backward adds to last step's gradient (a missing ``zero_grad``)
-or ran at all before ``step()``.
+or ran at all before ``step()``: by the gradient's version counter, and where something else changed
+it in place (clipping, a GradScaler's unscaling) by a few of its entries: a gradient scaled as a
+whole still holds the last step's in the same proportion as the new one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import torch
 from course_utils.toolkit.watch import optim_checks
 from course_utils.toolkit.watch.findings import Finding
 from course_utils.toolkit.watch.trends import Trends
+
+SAMPLE = 256  # gradient entries a probe compares across a step (a spread over the tensor)
 
 
 class OptimizerWatch(Trends):
@@ -72,11 +76,21 @@ class OptimizerWatch(Trends):
         if not self._probe_handles:  # a probe frozen since (requires_grad_(False)) takes no hook
             self._probe_handles = [p.register_hook(_probe(self, p)) for p in self._probes if p.requires_grad]
 
-    def on_probe(self, p: torch.Tensor) -> None:
+    def on_probe(self, p: torch.Tensor, grad: torch.Tensor) -> None:
+        """Backward reached probe ``p`` with ``grad`` (before adding it to ``p.grad``)."""
         self._probe_fired = True
         after = self._after_step.get(id(p))
         if after is not None and p.grad is not None and id(p.grad) == after[0]:
-            self._after_step[id(p)] = (after[0], after[1], after[2] + 1)  # adds to last step's gradient
+            gid, version, passes, old, added = after  # backward adds to last step's gradient
+            if old is not None and not grad.is_sparse:
+                ops = self.watcher.ops
+                ops.paused += 1  # the probe's own copies are not the script's tensors
+                try:
+                    new = _entries(grad)
+                    added = new if added is None else added + new
+                finally:
+                    ops.paused -= 1
+            self._after_step[id(p)] = (gid, version, passes + 1, old, added)
 
     def _stale_gradients(self) -> None:
         """At a step: is a probe's gradient still the one the last step used, with backward's additions
@@ -87,7 +101,7 @@ class OptimizerWatch(Trends):
             grad = probe.grad
             if after is None or grad is None or id(grad) != after[0] or not after[2]:
                 continue
-            if grad._version == after[1] + after[2]:
+            if grad._version == after[1] + after[2] or _kept_old(after[3], after[4], grad):
                 self.accumulated += 1
                 break
         if self.accumulated >= 2:
@@ -164,8 +178,10 @@ class OptimizerWatch(Trends):
         if self.watcher._is_check(self):  # the probes watch the backward passes before a check step
             self._arm_probes()
             for probe in self._probes:
-                if probe.grad is not None:
-                    self._after_step[id(probe)] = (id(probe.grad), probe.grad._version, 0)
+                g = probe.grad
+                if g is not None:
+                    old = None if g.is_sparse else _entries(g)
+                    self._after_step[id(probe)] = (id(g), g._version, 0, old, None)
         elif self._probe_handles:
             self._disarm_probes()
         self._probe_fired = False
@@ -249,6 +265,32 @@ def _probe(owner: OptimizerWatch, p: torch.Tensor):
     def hook(grad):
         o, q = ref_owner(), ref_p()
         if o is not None and q is not None and o.watcher.live:
-            o.on_probe(q)
+            o.on_probe(q, grad)
 
     return hook
+
+
+def _entries(t: torch.Tensor) -> torch.Tensor:
+    """Up to ``SAMPLE`` entries of ``t``, spread over it, as a float32 copy on its device."""
+    flat = t.detach().reshape(-1)
+    if flat.numel() > SAMPLE:
+        flat = flat[torch.linspace(0, flat.numel() - 1, SAMPLE, device=flat.device).long()]
+    return flat.float().clone()
+
+
+def _kept_old(old: torch.Tensor | None, added: torch.Tensor | None, grad: torch.Tensor) -> bool:
+    """Does ``grad`` (changed in place since the last step by more than backward's additions) still
+    hold the last step's gradient ``old``? Its entries are fitted as ``a * old + b * added``: cleared,
+    ``a`` is 0; kept and scaled as a whole (clipping, unscaling), ``a`` equals ``b``. Undecided (False)
+    where ``old`` and ``added`` point nearly the same way, or the fit is not exact. One small read."""
+    if old is None or added is None or grad.is_sparse:
+        return False
+    x, y, z = torch.stack([old, added, _entries(grad)]).cpu().double().unbind()
+    xx, yy, xy = float(x @ x), float(y @ y), float(x @ y)
+    xz, yz, zz = float(x @ z), float(y @ z), float(z @ z)
+    det = xx * yy - xy * xy
+    if xx <= 0 or yy <= 0 or det <= 0.01 * xx * yy:  # |cos| >= 0.995: the two cannot be told apart
+        return False
+    a, b = (xz * yy - yz * xy) / det, (yz * xx - xz * xy) / det
+    residual = float(((z - a * x - b * y) ** 2).sum())
+    return b > 0 and abs(a - b) <= 0.05 * b and residual <= 1e-6 * zz
