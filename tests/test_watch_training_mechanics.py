@@ -71,6 +71,30 @@ def test_labels_apart_from_their_inputs_end_the_run_at_chance_and_aligned_labels
     assert "loss at chance" not in watched(labels_loop(True, steps=60))  # too short a run to judge
 
 
+def chance_verdict(counts: list[int], late_losses: list[float]) -> list:
+    """The chance check's verdict on a run of 200 steps whose labels had ``counts`` per class and
+    whose last checked losses were ``late_losses``."""
+    from types import SimpleNamespace
+
+    from course_utils.toolkit.watch.chance import ChanceLevel
+
+    found: list = []
+    level = ChanceLevel(SimpleNamespace(step=200, log=SimpleNamespace(add=found.append)))
+    level.counts, level.direct, level.site = torch.tensor(counts, dtype=torch.float64), True, "train.py:9"
+    level.losses.extend((150 + 16 * i, v) for i, v in enumerate(late_losses))
+    level.finish()
+    return found
+
+
+def test_one_checked_batch_far_below_what_chance_can_score_shows_a_model_that_learns():
+    even = [500, 500]  # entropy ln 2 = 0.693
+    assert chance_verdict(even, [0.70, 0.69, 0.68])  # every batch at chance
+    assert not chance_verdict(even, [0.77, 0.78, 0.45])  # mean 0.667 at chance, one batch far below
+    skewed = [900, 100]  # entropy 0.325; a batch of the frequent class alone scores -ln 0.9 = 0.105
+    assert chance_verdict(skewed, [0.45, 0.40, 0.12])  # a lucky batch of a model at chance
+    assert not chance_verdict(skewed, [0.45, 0.40, 0.05])  # below any batch a model at chance scores
+
+
 def tagger_loop(masked: bool, mask_first: bool = True):
     """Tags where 0 is both the padding and the most common real tag: only the mask tells them apart."""
     def train():

@@ -6,7 +6,10 @@ loader shuffles, split with two permutations) still vary, so only this shows the
 The labels are counted in deep windows where ``cross_entropy``/``nll_loss`` gets one class index
 per row (with its class weights); the loss is read on check steps (the batched read already holds
 it) when ``backward()`` runs on that loss itself; the verdict is taken at the end of the run, on
-the mean of its last checks (in its second half).
+the mean of its last checks (in its second half), none of which may lie below what a model at chance
+can score on a batch: ``-log`` of the largest class frequency (every label the most frequent one),
+or, with near-even classes, ``NEAR`` of the entropy; one checked batch far below it shows a model that
+has learnt something.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ AT_CHANCE = 0.95  # a mean loss at or above this share of the labels' entropy is
 MIN_STEPS = 100  # optimizer steps before a run is judged
 LAST = 3  # the last check-step losses of the run, averaged (one batch's loss is noisy)
 MIN_ENTROPY = 0.3  # nats: below it a constant guess is already good
+NEAR = 0.9  # of the entropy: with near-even classes no batch of a model at chance scores below it
 
 
 class ChanceLevel:
@@ -69,14 +73,21 @@ class ChanceLevel:
         if self.direct and loss is not None and math.isfinite(loss):
             self.losses.append((self.watcher.step + 1, loss))
 
-    def entropy(self) -> float:
-        """The loss of predicting the (weighted) class frequencies: the entropy of p_c w_c, normalised,
-        with the Miller-Madow correction for the classes counted."""
+    def frequencies(self) -> torch.Tensor:
+        """The prediction of a model at chance: the (weighted) class frequencies p_c w_c, normalised."""
         weighted = self.weight is not None and self.weight.shape == self.counts.shape
         r = self.counts * (self.weight if weighted else 1)
-        n = float(self.counts.sum())
-        r = r[r > 0] / r.sum()
+        return r[r > 0] / r.sum()
+
+    def entropy(self) -> float:
+        """The loss of predicting the class frequencies: their entropy, with the Miller-Madow correction
+        for the classes counted."""
+        r, n = self.frequencies(), float(self.counts.sum())
         return float(-(r * r.log()).sum()) + (len(r) - 1) / (2 * n)
+
+    def floor(self, chance: float) -> float:
+        """The lowest loss a batch can have under a model at chance (every label the most frequent)."""
+        return min(NEAR * chance, -math.log(float(self.frequencies().max())))
 
     def finish(self) -> None:
         """At the end of the run: the last checks of its second half all at the labels' entropy."""
@@ -88,14 +99,15 @@ class ChanceLevel:
             return
         chance = self.entropy()
         mean = sum(v for _, v in late) / len(late)
-        if chance < MIN_ENTROPY or mean < AT_CHANCE * chance:
+        lowest = min(v for _, v in late)
+        if chance < MIN_ENTROPY or mean < AT_CHANCE * chance or lowest < self.floor(chance):
             return
         classes = int((self.counts > 0).sum())
         weighted = " with its class weights" if self.weight is not None else ""
         w.log.add(Finding(
             "loss at chance",
             f"the loss stayed at chance: its {len(late)} checked values from step {late[0][0]} to "
-            f"{late[-1][0]} average {mean:.4g} (lowest {min(v for _, v in late):.4g}), while the entropy of "
+            f"{late[-1][0]} average {mean:.4g} (lowest {lowest:.4g}), while the entropy of "
             f"the {int(self.counts.sum())} "
             f"labels it was given ({classes} classes{weighted}) is {chance:.4g}: after {w.step} steps the "
             "model predicts no better than the class frequencies",
