@@ -277,3 +277,24 @@ def test_coverage_waits_for_a_step_seen_whole_and_a_swapped_head_is_no_stray():
             head_opt.step()
     assert w._coverage_due and w.deep_steps >= 3  # due, and never judged on a partial view
     assert not [f for f in w.findings if f.alarm]
+
+
+@pytest.mark.parametrize("late", [True, False])
+def test_a_run_with_no_step_seen_whole_is_judged_at_its_end_on_its_models_parameters(late):
+    """The budget cuts every window: no step is seen op by op from start to end, and at the end of
+    the run the models' own parameters are still checked against the optimizers'."""
+    from course_utils.toolkit.watch import watch
+    from course_utils.toolkit.watch.cost_budget import Budget
+    from tests.test_watch_budget import Ticks
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))  # alive at the end, as a script's
+    x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    with watch(verbose=False, cost=Budget(share=0.0, floor=0.0005, clock=Ticks(per_read=1e-3))) as w:
+        opt = torch.optim.SGD(model[0].parameters() if late else model.parameters(), lr=0.1)
+        for _ in range(8):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    assert w.cost.cuts and not w._coverage_judged and w.models.live_roots() == [model]
+    assert ("not in optimizer" in alarms({f.kind: f for f in w.findings})) == late

@@ -16,8 +16,10 @@ UNREGISTERED = (" (called in forward() but not registered: kept in a plain list 
                 "model.parameters() leaves them out; use nn.ModuleList / nn.ModuleDict)")
 
 
-def coverage(models, optimizers: list, step: int) -> None:
-    """Report trainable parameters no optimizer holds, and optimizer tensors no model has."""
+def coverage(models, optimizers: list, step: int, seen_whole: bool = True) -> None:
+    """Report trainable parameters no optimizer holds, and optimizer tensors no model has. Not
+    ``seen_whole`` (no step was watched op by op from start to end): the models' own parameters
+    only, as the modules a forward called outside them and what no model has need a whole step."""
     held = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
     roots = models.live_roots()
     registered = {id(m) for r in roots for m in r.modules()}
@@ -30,6 +32,8 @@ def coverage(models, optimizers: list, step: int) -> None:
     for root in roots:
         if models.trained_at.get(root, latest_root) == latest_root:
             _missing(models, root, list(root.named_parameters()), held, step)
+    if not seen_whole:
+        return
     if stray:
         named = [(f"{type(m).__name__}.{n}", p) for m in stray for n, p in m.named_parameters()]
         _missing(models, stray[0], named, held, step, UNREGISTERED)

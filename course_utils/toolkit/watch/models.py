@@ -162,9 +162,10 @@ class ModelTracker:
         return attached[0] if attached is not None else info[0]
 
     # --- coverage ---------------------------------------------------------------------------------
-    def coverage(self, optimizers: list, step: int) -> None:
-        """Trainable parameters no optimizer holds; optimizer tensors the models no longer have."""
-        watch_coverage.coverage(self, optimizers, step)
+    def coverage(self, optimizers: list, step: int, seen_whole: bool = True) -> None:
+        """Trainable parameters no optimizer holds; optimizer tensors the models no longer have (on
+        a step seen whole only: a cut window may have missed the modules a forward called)."""
+        watch_coverage.coverage(self, optimizers, step, seen_whole)
 
     def _optimized(self, root: nn.Module) -> bool:
         held = {id(p) for o in self.watcher._all_optimizers() for g in o.param_groups for p in g["params"]}

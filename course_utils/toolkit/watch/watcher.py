@@ -117,6 +117,7 @@ class Watcher(Verdicts, Schedule):
         self._primary: weakref.ref | None = None  # the optimizer whose steps count as the run's steps
         self._coverage_at = 3
         self._coverage_due = False  # coverage waits for a step watched op by op from start to end
+        self._coverage_judged = False
         self._manual: OptimizerWatch | None = None
         self._handles: list = []
         self._discovery: list = []
@@ -176,6 +177,7 @@ class Watcher(Verdicts, Schedule):
         if not broken:
             self.models.finish()
             self._flush_nan()
+            self._coverage_at_end()
             self._finish_run()
         self.live = False
         self.models.close()
@@ -323,6 +325,7 @@ class Watcher(Verdicts, Schedule):
             self._coverage_due = True
         if self._coverage_due and self.ops.open and not self.ops.cut:
             self._coverage_due = False  # judged on a step seen whole: every model it called was found
+            self._coverage_judged = True
             self.models.coverage(self._all_optimizers(), self.step)
         elif self._coverage_due:
             self._armed = True  # the next step is watched op by op, as the budget allows
@@ -343,6 +346,13 @@ class Watcher(Verdicts, Schedule):
         self._coverage_at = self.step + 3
         self._armed = True  # its model may be new: the next step is watched op by op, which finds it
         return True
+
+    def _coverage_at_end(self) -> None:
+        """No step was seen whole (the budget cut every window): the models found are judged at the
+        end, while the script still holds them and every optimizer that stepped."""
+        live = self._all_optimizers()
+        if self._coverage_due and not self._coverage_judged and live and len(live) == len(self.optimizers):
+            self.models.coverage(live, self.step, seen_whole=False)
 
     def _all_optimizers(self) -> list:
         return [o for o in (ow.ref() for ow in self.optimizers.values()) if o is not None]
