@@ -298,3 +298,34 @@ def test_a_run_with_no_step_seen_whole_is_judged_at_its_end_on_its_models_parame
             opt.step()
     assert w.cost.cuts and not w._coverage_judged and w.models.live_roots() == [model]
     assert ("not in optimizer" in alarms({f.kind: f for f in w.findings})) == late
+
+
+def test_an_optimizer_built_where_a_dropped_one_lived_gets_checks_of_its_own():
+    """Python gives a freed object's id to the next one: a fine-tuning optimizer built after the
+    pretraining one was let go may carry its id, and must not be taken for it (the new head would
+    look held by no optimizer)."""
+    import gc
+
+    from course_utils.toolkit.watch import watch
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 5))
+    x, y5, y3 = torch.randn(32, 4), torch.randint(0, 5, (32,)), torch.randint(0, 3, (32,))
+    with watch(verbose=False, deep_every=1) as w:
+        pretrain = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for _ in range(4):
+            pretrain.zero_grad()
+            F.cross_entropy(model(x), y5).backward()
+            pretrain.step()
+        freed = id(pretrain)
+        del pretrain
+        gc.collect()
+        model[2] = nn.Linear(16, 3)
+        finetune = torch.optim.SGD(model.parameters(), lr=0.1)
+        w.optimizers[id(finetune)] = w.optimizers.pop(freed)  # the allocator reused the address
+        for _ in range(8):
+            finetune.zero_grad()
+            F.cross_entropy(model(x), y3).backward()
+            finetune.step()
+        assert w.optimizers[id(finetune)].ref() is finetune
+    assert "not in optimizer" not in alarms({f.kind: f for f in w.findings})

@@ -287,7 +287,7 @@ class Watcher(Verdicts, Schedule):
         if self.ops.open:
             self.ops.nan.end_phase("backward", [p.grad for g in optimizer.param_groups for p in g["params"]])
             self.ops.suspend()
-        ow = self.optimizers.get(id(optimizer))
+        ow = self._watch_of(optimizer)
         if ow is None:
             ow = self.optimizers[id(optimizer)] = OptimizerWatch(self, optimizer)
             if self._primary is None:
@@ -313,7 +313,7 @@ class Watcher(Verdicts, Schedule):
             return
         self.in_step = False
         self.ops.resume()
-        ow = self.optimizers.get(id(optimizer))
+        ow = self._watch_of(optimizer)
         if ow is None:
             return
         ow.after_step(optimizer, self._is_check(ow), self.last_loss)
@@ -333,6 +333,16 @@ class Watcher(Verdicts, Schedule):
         if self.step % 10 == 0 and self.copies.averaged:
             self.copies.check(self.step)
         self._window_boundary()
+
+    def _watch_of(self, optimizer):
+        """The checks of ``optimizer``, if it has stepped before. An optimizer the script let go of
+        (one built inside a pretraining function) frees its id for the next one: its checks go."""
+        ow = self.optimizers.get(id(optimizer))
+        if ow is not None and ow.ref() is not optimizer:
+            del self.optimizers[id(optimizer)]
+            ow.close()
+            return None
+        return ow
 
     def _takes_over(self, ow, optimizer) -> bool:
         """A second optimizer that steps twice while the first one does not (pretraining done, a
