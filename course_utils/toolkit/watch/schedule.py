@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 
 from torch.nn.modules import module as module_hooks
 
+from course_utils.toolkit.watch.findings import user_site
 from course_utils.toolkit.watch.ops import loss_nodes
 
 
@@ -39,6 +41,19 @@ class Schedule:
         if len(args) > 1:
             return (args[0], closure_as_user, *args[2:]), kwargs
         return args, {**kwargs, "closure": closure_as_user}
+
+    def _takes_over(self, ow, optimizer) -> bool:
+        """A second optimizer that steps twice while the first one does not (pretraining done, a
+        fine-tuning optimizer now) becomes the one whose steps count; optimizers that take turns (a
+        GAN) do not."""
+        if ow.primary_mark != self.step:
+            ow.primary_mark = self.step
+            return False
+        self._primary = weakref.ref(optimizer)
+        self.step_site = user_site(3)
+        self._coverage_at = self.step + 3
+        self._armed = True  # its model may be new: the next step is watched op by op, which finds it
+        return True
 
     def _is_check(self, ow) -> bool:
         """Decided once per step of each optimizer: a check step is skipped while the budget is

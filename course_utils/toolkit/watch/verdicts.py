@@ -60,6 +60,13 @@ class Verdicts:
         except Exception as err:  # noqa: BLE001 - reported, and the script has ended anyway
             self.fail(err, "finish")
 
+    def _coverage_at_end(self) -> None:
+        """No step was seen whole (the budget cut every window): the models found are judged at the
+        end, while the script still holds them and every optimizer that stepped."""
+        live = self._all_optimizers()
+        if self._coverage_due and not self._coverage_judged and live and len(live) == len(self.optimizers):
+            self.models.coverage(live, self.step, seen_whole=False)
+
     def nan_origin(self, what: str, site) -> None:
         if self._pending_nan is None:
             self._pending_nan = (self.step + 1, what, site)

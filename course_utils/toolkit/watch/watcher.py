@@ -344,25 +344,5 @@ class Watcher(Verdicts, Schedule):
             return None
         return ow
 
-    def _takes_over(self, ow, optimizer) -> bool:
-        """A second optimizer that steps twice while the first one does not (pretraining done, a
-        fine-tuning optimizer now) becomes the one whose steps count; optimizers that take turns (a
-        GAN) do not."""
-        if ow.primary_mark != self.step:
-            ow.primary_mark = self.step
-            return False
-        self._primary = weakref.ref(optimizer)
-        self.step_site = user_site(3)
-        self._coverage_at = self.step + 3
-        self._armed = True  # its model may be new: the next step is watched op by op, which finds it
-        return True
-
-    def _coverage_at_end(self) -> None:
-        """No step was seen whole (the budget cut every window): the models found are judged at the
-        end, while the script still holds them and every optimizer that stepped."""
-        live = self._all_optimizers()
-        if self._coverage_due and not self._coverage_judged and live and len(live) == len(self.optimizers):
-            self.models.coverage(live, self.step, seen_whole=False)
-
     def _all_optimizers(self) -> list:
         return [o for o in (ow.ref() for ow in self.optimizers.values()) if o is not None]
