@@ -50,9 +50,10 @@ class Verdicts:
         self._last_gnorm = total
 
     def _finish_run(self) -> None:
-        """The verdicts that need the whole run: a warm-up that never finished, a loss at chance, a
-        moving-average copy that never changed."""
+        """The verdicts that need the whole run: coverage where no step was seen whole, a warm-up that
+        never finished, a loss at chance, a moving-average copy that never changed."""
         try:
+            self._coverage_at_end()
             for ow in list(self.optimizers.values()):
                 ow.finish()
             self.ops.losses.chance.finish()

@@ -177,7 +177,6 @@ class Watcher(Verdicts, Schedule):
         if not broken:
             self.models.finish()
             self._flush_nan()
-            self._coverage_at_end()
             self._finish_run()
         self.live = False
         self.models.close()
