@@ -111,6 +111,8 @@ def setup(extras: tuple[str, ...] = ()) -> None:
         say("installing the course (JupyterLab, ipywidgets, matplotlib, ...)")
     pip("-e", f"{ROOT}[{','.join(sorted(keep))}]" if keep else str(ROOT))
     write_stamp(wanted, keep)
+    say("building matplotlib's font cache (once; the first plot of a lesson then comes at once)")
+    warm_font_cache(dict(os.environ))
     say(f"done in {time.monotonic() - start:.0f} s")
 
 
@@ -130,7 +132,20 @@ def scratch_env() -> dict:
     # every one of them only adds waiting (the strict nbval stage: 67 s on one thread, 78 s with
     # the default, on a quiet 2-core machine; the stored outputs are the same).
     env.setdefault("OMP_NUM_THREADS", "1")
+    # Built here, not by the first lesson that plots: on a busy machine building it takes over
+    # matplotlib's 5 s, and its notice on stderr would break that cell's stored outputs.
+    warm_font_cache(env)
     return env
+
+
+def warm_font_cache(env: dict) -> None:
+    """Have matplotlib build its font cache (in ``env``'s MPLCONFIGDIR, else the user's cache
+    folder) unless it is there. Best effort: without it the first plot only takes longer."""
+    try:
+        subprocess.run([str(venv_bin("python")), "-c", "import matplotlib.font_manager"], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=300)
+    except (OSError, subprocess.SubprocessError):
+        pass
 
 
 TEST_STAGES = (

@@ -253,3 +253,26 @@ def test_busy_hogs_are_gone_when_the_test_command_is_terminated_or_killed(how):
             with contextlib.suppress(OSError):
                 if running(pid):
                     os.kill(pid, signal.SIGKILL)
+
+
+FONT_CACHE_PROBE = ("import logging; logging.basicConfig(level=logging.INFO); "
+                    "import matplotlib.font_manager")
+
+
+def builds_font_cache(env: dict) -> bool:
+    """Does a fresh process with ``env`` build matplotlib's font cache (what the first plot of a
+    cold machine does, with a notice on stderr when it takes over 5 s)?"""
+    probe = subprocess.run([sys.executable, "-c", FONT_CACHE_PROBE], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    return "generated new fontManager" in probe.stderr
+
+
+def test_the_test_commands_scratch_home_has_matplotlibs_font_cache_before_any_lesson_runs(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(bootstrap, "SCRATCH", tmp_path / "scratch")
+    cold = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "cold")}
+    assert builds_font_cache(cold)  # the probe sees a cold cache
+    env = bootstrap.scratch_env()
+    assert env["MPLCONFIGDIR"].startswith(str(tmp_path))
+    assert not builds_font_cache(env)

@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -41,8 +42,11 @@ state.write_text(json.dumps(plan))
 
 def _take_terminal() -> None:
     """In the command's process: its pseudo-terminal becomes its controlling terminal, so a Ctrl-C
-    typed there reaches its foreground process group as a learner's does."""
+    typed there reaches its foreground process group as a learner's does. Ctrl-C starts out with
+    its default action, as in a learner's shell, even where the test run itself was started with
+    SIGINT ignored (a background job of a script inherits it ignored)."""
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class Terminal:
