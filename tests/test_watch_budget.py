@@ -252,3 +252,34 @@ def test_after_a_cut_the_search_for_models_stops_once_the_budget_is_spent():
         opt.step()
     assert w.cost.cuts >= 1 and w.models.roots
     assert not searched_after, searching
+
+
+
+def test_a_cut_window_of_a_step_with_many_forwards_waits_for_room_for_twice_what_it_used():
+    """A rollout: forty forwards, then one backward and step. A window opened at a step boundary
+    spans a whole step, so one cut halfway through its forwards waits for room for twice its cost,
+    not for twice its cost per forward (which opens the next window too early, to be cut again)."""
+    torch.manual_seed(0)
+    policy = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = torch.optim.SGD(policy.parameters(), lr=0.01)
+    budget = Budget(share=0.05, floor=100.0, clock=Ticks(per_read=0.001))
+    cuts, charge = [], budget.charge
+
+    def spy(seconds, window=False, complete=False, passes=1):
+        charge(seconds, window=window, complete=complete, passes=passes)
+        if window and not complete:
+            cuts.append((seconds, budget.need))
+
+    budget.charge = spy
+    with watch(verbose=False, cost=budget) as w:
+        for step in range(4):
+            logps = []
+            for i in range(40):
+                if step == 2 and i == 20:
+                    assert w.ops.open  # step 3 is watched op by op: its window opened at step 2's end
+                    w.ops.cut = True  # as the deadline does: the window has outgrown its budget
+                logps.append(policy(torch.randn(1, 4)).log_softmax(-1)[0, 0])
+            opt.zero_grad()
+            (-torch.stack(logps).sum()).backward()
+            opt.step()
+    assert len(cuts) == 1 and cuts[0][1] == pytest.approx(2 * cuts[0][0]), cuts

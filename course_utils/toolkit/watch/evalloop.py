@@ -12,8 +12,6 @@ before the run ends: an evaluation loop. The hook is on only while such a line i
 
 from __future__ import annotations
 
-from collections import Counter
-
 import torch
 from torch.nn.modules import module as module_hooks
 
@@ -62,16 +60,18 @@ class GradForwards:
 
     def __init__(self, watcher):
         self.watcher = watcher
-        self.pending: dict[int, tuple] = {}  # root id -> (root, Counter of sites, last site)
+        self.pending: dict[int, tuple] = {}  # root id -> (root, {site: forwards}, last site)
         self.outputs: dict[tuple, object] = {}  # (root id, site) -> graph node of its latest output
         self.trained: dict[int, set[Site]] = {}
         self._hook = None
 
     def forward(self, root, site: Site) -> None:
-        _, counts, _ = self.pending.setdefault(id(root), (root, Counter(), site))
-        counts[site] += 1
-        self.pending[id(root)] = (root, counts, site)
-        if counts[site] == 2 and site not in self.trained.get(id(root), ()) and self._hook is None:
+        key = id(root)  # on every forward with autograd on: one lookup, one count, no new objects
+        entry = self.pending.get(key)
+        counts = entry[1] if entry is not None else {}
+        n = counts[site] = counts.get(site, 0) + 1
+        self.pending[key] = (root, counts, site)
+        if n == 2 and site not in self.trained.get(key, ()) and self._hook is None:
             self._hook = module_hooks.register_module_forward_hook(self._on_output)
 
     def _on_output(self, module, args, out) -> None:
@@ -106,7 +106,7 @@ class GradForwards:
             self._hook.remove()
             self._hook = None
 
-    def _judge(self, root, counts: Counter, trained: set) -> None:
+    def _judge(self, root, counts: dict, trained: set) -> None:
         for site, n in counts.items():
             if n < 2 or site in trained or (id(root), site) not in self.outputs:
                 continue

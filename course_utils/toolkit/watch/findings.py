@@ -85,17 +85,19 @@ _LIBRARY_PARTS = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.s
 
 
 _PREFIXES = _internal_prefixes()
-_INTERNAL: dict = {}  # code object -> is it torch / course_utils / stdlib
+_INTERNAL: dict[str, bool] = {}  # file name -> is it torch / course_utils / stdlib / a library
+# Keyed by file name, not code object: a string keeps its hash, a code object hashes its whole
+# bytecode at each lookup (half a microsecond for torch's Module._call_impl, per frame walked).
 
 
 def _is_internal(code) -> bool:
-    hit = _INTERNAL.get(code)
+    name = code.co_filename
+    hit = _INTERNAL.get(name)
     if hit is None:
-        name = code.co_filename
         path = os.path.abspath(name)
         hit = (name.startswith(("<frozen", "<string>")) or path.startswith(_PREFIXES)
                or any(part in path for part in _LIBRARY_PARTS))
-        _INTERNAL[code] = hit
+        _INTERNAL[name] = hit
     return hit
 
 
@@ -103,9 +105,16 @@ def user_frame(skip: int = 1):
     """The innermost calling frame outside torch, course_utils, the standard library and installed
     libraries (site-packages: torchvision's transforms, a trainer library) (or None)."""
     frame = sys._getframe(skip)
-    while frame is not None and _is_internal(frame.f_code):
+    known = _INTERNAL  # the walk runs on every model call: a lookup per frame, a call only when new
+    while frame is not None:
+        name = frame.f_code.co_filename
+        hit = known.get(name)
+        if hit is None:
+            hit = _is_internal(frame.f_code)
+        if not hit:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 _SITES: dict[tuple, Site] = {}
@@ -114,10 +123,11 @@ _SITES: dict[tuple, Site] = {}
 def site_of_frame(frame) -> Site:
     if frame is None:
         return UNKNOWN
-    key = (frame.f_code, frame.f_lineno)
+    code = frame.f_code
+    key = (code.co_filename, frame.f_lineno, code.co_name)
     site = _SITES.get(key)
     if site is None:
-        path = frame.f_code.co_filename
+        path = code.co_filename
         site = Site(
             path, frame.f_lineno, frame.f_code.co_name, linecache.getline(path, frame.f_lineno).strip()
         )
@@ -243,7 +253,7 @@ _PLUMBING = tuple(
 )
 
 
-_PASS: dict = {}  # code object -> is it course_utils or one of torch's API wrappers
+_PASS: dict[str, bool] = {}  # file name -> is it course_utils or one of torch's API wrappers
 
 
 def called_from_user(skip: int = 1) -> bool:
@@ -252,10 +262,10 @@ def called_from_user(skip: int = 1) -> bool:
     frame = sys._getframe(skip)
     while frame is not None:
         code = frame.f_code
-        passed = _PASS.get(code)
+        passed = _PASS.get(code.co_filename)
         if passed is None:
             name = os.path.abspath(code.co_filename)
-            passed = _PASS[code] = name.startswith(_PREFIXES[1]) or name.startswith(_PLUMBING)
+            passed = _PASS[code.co_filename] = name.startswith(_PREFIXES[1]) or name.startswith(_PLUMBING)
         if not passed:
             return not _is_internal(code)
         frame = frame.f_back

@@ -101,8 +101,11 @@ class Schedule:
         if self.step >= 1 and self._discovery and not self.ops.open:
             self._discover(False)
 
-    def _open_window(self) -> None:
+    def _open_window(self, one_step: bool = True) -> None:
+        """Watch op by op from here; ``one_step``: opened at a step boundary, so it spans one step
+        (the set-up window, opened before any step is known, may span many passes)."""
         self.deep_steps += 1
+        self._window_one_step = one_step
         self._window_step = self.step + 1  # the step it watches (a cut window is left before it ends)
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
@@ -122,8 +125,11 @@ class Schedule:
         ops = self.ops
         if not ops.open or not ops.stop():
             return False
-        passes = max(now - then for now, then in zip((self.backwards, self.models.top_forwards),
-                                                     self.deep.passes_at_open, strict=True))
+        # The next window spans one step: one like this one, had it ended, needs more room than it
+        # used (a rollout of hundreds of forwards per step); the set-up window's per pass.
+        passes = 1 if self._window_one_step else max(
+            now - then for now, then in zip((self.backwards, self.models.top_forwards),
+                                            self.deep.passes_at_open, strict=True))
         self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False

@@ -133,6 +133,7 @@ class Watcher(Verdicts, Schedule):
         self._pending_nan: tuple | None = None
         self._window_start = 0.0
         self._window_step = 0  # the step the open window watches
+        self._window_one_step = False  # whether it was opened at a step boundary
         self._plain: deque = deque(maxlen=50)  # seconds of recent plain steps
         self._extra: list[float] = []
         self._last_post = 0.0
@@ -156,7 +157,7 @@ class Watcher(Verdicts, Schedule):
         self.order.install()
         self.distributions.install()
         _ACTIVE.append(self)
-        self._open_window()  # the set-up and the first step, op by op
+        self._open_window(one_step=False)  # the set-up and the first step, op by op
         return self
 
     def uninstall(self) -> None:
