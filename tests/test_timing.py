@@ -5,7 +5,10 @@ fake clock where a duration matters, so a loaded machine cannot fail them; how m
 slower something measures is reported by tests/benchmarks/bench.py, not asserted here."""
 
 import logging
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 
@@ -185,13 +188,34 @@ def test_the_sanitizer_drops_the_builds_local_tag_and_keeps_the_version():
     assert {text: re.sub(regex, replace, text) for text in cases} == cases
 
 
-def test_torchs_extension_builder_note_is_held_back_only_while_the_timer_is_imported(caplog):
+def test_torchs_extension_builder_note_on_cuda_home_is_dropped_and_its_other_messages_pass(caplog):
     logger = logging.getLogger("torch.utils.cpp_extension")
-    with timing._extension_builder_quiet():
-        logger.warning("No CUDA runtime is found, using CUDA_HOME='/usr/local'")
+    logger.warning("No CUDA runtime is found, using CUDA_HOME='/usr/local'")
     assert not caplog.records
-    logger.warning("after")
-    assert [r.getMessage() for r in caplog.records] == ["after"]
+    logger.warning("Error checking compiler version for c++")
+    assert [r.getMessage() for r in caplog.records] == ["Error checking compiler version for c++"]
+
+
+# A CUDA build of torch (PyPI's Linux wheel) on a machine with a CUDA toolkit and no GPU.
+CUDA_BUILD_WITHOUT_GPU = """import torch
+torch.cuda._is_compiled = lambda: True
+torch.cuda.is_available = lambda: False
+torch.version.cuda = "13.0"
+"""
+
+
+def test_a_lesson_importing_torchs_benchmark_after_the_course_shows_no_note_on_stderr(tmp_path):
+    """Lesson 04 imports ``torch.utils.benchmark`` itself, after the course has been imported."""
+    lesson = "from torch.utils import benchmark\nprint('ok')"
+    env = {**os.environ, "CUDA_HOME": str(tmp_path)}
+
+    def run(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                              timeout=300, cwd=ROOT)
+
+    assert "No CUDA runtime is found" in run(CUDA_BUILD_WITHOUT_GPU + lesson).stderr  # torch alone
+    done = run("import course_utils.toolkit.device\n" + CUDA_BUILD_WITHOUT_GPU + lesson)
+    assert done.stdout.strip() == "ok" and done.stderr == "", done.stderr
 
 
 @pytest.mark.skipif(torch.accelerator.is_available(), reason="this machine has an accelerator")

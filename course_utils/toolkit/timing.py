@@ -17,7 +17,6 @@ line, because timings differ on every run.
 from __future__ import annotations
 
 import contextlib
-import logging
 import statistics
 import time
 import timeit
@@ -26,29 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.utils.benchmark import Timer  # its note on CUDA_HOME is dropped in core/startup.py
 
 from course_utils.core.glyphs import glyph
 from course_utils.toolkit.plotstyle import DPI, SMALL
 from course_utils.toolkit.syncs.finder import note_sync
-
-
-@contextlib.contextmanager
-def _extension_builder_quiet() -> Iterator[None]:
-    """Importing ``torch.utils.benchmark`` loads ``torch.utils.cpp_extension``, which on a CUDA build
-    of torch with no GPU, on a machine with ``nvcc`` on PATH, logs "No CUDA runtime is found": a
-    note about building C++ extensions, which the course never does, that a learner would read as
-    a fault of the lesson. Held back during that import only."""
-    logger = logging.getLogger("torch.utils.cpp_extension")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-with _extension_builder_quiet():
-    from torch.utils.benchmark import Timer
 
 MARK = glyph("timer")  # "time" instead where fonts lack the emoji (core/glyphs.py)
 
