@@ -4,9 +4,10 @@
 course_utils is imported before torch, the value seen here is the value torch will read.
 
 Also set here: importing ``torch.utils.benchmark`` (lessons 03 and 04) loads
-``torch.utils.cpp_extension``, which on a machine with a CUDA toolkit and no usable GPU logs "No
-CUDA runtime is found, using CUDA_HOME=...": a note about building C++ extensions, which the course
-never does, that a learner reads as a fault of the lesson. That one note is dropped; the logger's
+``torch.utils.cpp_extension``, which in a CUDA build of torch (PyPI's Linux wheel) on a machine
+with a CUDA toolkit and no usable GPU logs "No CUDA runtime is found, using CUDA_HOME=...": a note
+about building C++ extensions, which the course never does, that a learner reads as a fault of the
+lesson. That one note is dropped; the logger's
 other messages pass.
 """
 
