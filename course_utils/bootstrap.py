@@ -132,7 +132,7 @@ def scratch_env() -> dict:
     # every one of them only adds waiting (the strict nbval stage: 67 s on one thread, 78 s with
     # the default, on a quiet 2-core machine; the stored outputs are the same).
     env.setdefault("OMP_NUM_THREADS", "1")
-    # Built here, not by the first lesson that plots: on a busy machine building it takes over
+    # Built here, not by the first lesson that plots: on a busy machine the build can take over
     # matplotlib's 5 s, and its notice on stderr would break that cell's stored outputs.
     warm_font_cache(env)
     return env
