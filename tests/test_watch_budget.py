@@ -37,7 +37,9 @@ def test_the_allowance_grows_with_the_run_and_a_cut_window_asks_for_twice_its_ro
     assert math.isclose(budget.left(), 0.8)
     budget.charge(0.7, window=True)  # cut
     assert budget.cuts == 1 and budget.need == 1.4 and not budget.may_open()
-    clock.now = 40.0  # 0.3 + 2.0 - 0.7 = 1.6 left >= 1.4
+    clock.now = 40.0  # windows: 0.3 + 0.04 * 40 - 0.7 = 1.2 left, short of 1.4
+    assert math.isclose(budget.left(windows=True), 1.2) and not budget.may_open()
+    clock.now = 50.0  # 0.3 + 2.0 - 0.7 = 1.6 left >= 1.4
     assert budget.may_open()
     budget.charge(0.5, window=True, complete=True)
     assert budget.need == 0.0 and list(budget.windows) == [0.5]
@@ -84,6 +86,36 @@ def test_with_no_room_no_later_window_opens_and_checks_stop_after_the_first_step
         checked = [w._is_check(ow)]
     assert w.deep_steps == 1  # only the window of the set-up
     assert checked == [False]  # step 21 would be a warm-up check
+
+
+def test_windows_leave_the_check_steps_their_part_of_the_budget():
+    """Spent past what windows may use but not past the whole share: check steps go on, no window
+    opens (without the part kept for them, windows would open again from step 31 and could spend
+    what the next check step needs)."""
+    x, y = torch.randn(64, 4), torch.randn(64)
+    model = _sequence_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    clock = Ticks()
+    budget = Budget(share=0.05, floor=0.0, clock=clock)
+    budget.spent = 1.5  # windows may spend again from 1.5 / 0.04 = 37.5 s, check steps from 30 s
+    checked, windows = [], []
+    with watch(verbose=False, cost=budget) as w:
+        decide = w._is_check
+
+        def spy(ow):
+            due = decide(ow)
+            if due and ow.steps + 1 not in checked:
+                checked.append(ow.steps + 1)
+            return due
+
+        w._is_check = spy
+        for step in range(1, 37):
+            clock.now = float(step)
+            before = w.deep_steps
+            _loop(model, opt, x, y, 1)
+            windows += [step] * (w.deep_steps - before)
+    assert 32 in checked and 16 not in checked  # 0.05 * 32 > 1.5 > 0.05 * 16
+    assert [s for s in windows if s > 1] == []  # 0.04 * 36 < 1.5: no window after the set-up's
 
 
 def test_with_room_the_schedule_is_the_sampled_one():

@@ -32,8 +32,12 @@ small CNN, timed in this thread's CPU time; the ratio of the medians.
 
 A run's result is kept in ``build/bench-watch/cache`` under a hash of what it depends on (the
 script, ``watch_peers.py``, torch's version, for ``course watch`` the toolkit's code) and reused
-while that is unchanged; ``--fresh`` reruns everything. ``--publish`` keeps course watch's rows as
-each pair's latest result and writes the table of all batches in docs/watch.md (``watch_batches``).
+while that is unchanged; ``--fresh`` reruns everything. The jobs share the cores: each run gets the
+cores divided among the jobs as its threads (``OMP_NUM_THREADS``, part of the hash), as a script run
+alone has them all. Two jobs of two threads each on two cores spin waiting for each other: a script
+took up to twenty times its CPU time, and the watcher's budget, a share of that time, with it.
+``--publish`` keeps course watch's rows as each pair's latest result and writes the table of all
+batches in docs/watch.md (``watch_batches``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -100,38 +105,40 @@ def kinds_named(tool: str, result: dict) -> tuple[set[str], bool]:
     return named, bool(result["signals"])
 
 
-def _fingerprint(tool: str, script: Path) -> str:
-    """What a run's result depends on: the script, the glue, torch, and for course watch its code."""
+def _fingerprint(tool: str, script: Path, threads: int) -> str:
+    """What a run's result depends on: the script, the glue, torch and its threads, and for course
+    watch its code."""
     import hashlib
 
     import torch
 
     toolkit = sorted((ROOT / "course_utils" / "toolkit").rglob("*.py")) if tool == "watch" else []
-    digest = hashlib.sha256(torch.__version__.encode())
+    digest = hashlib.sha256(f"{torch.__version__} threads={threads}".encode())
     for path in [script, HERE / "watch_peers.py", *toolkit]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def run_one(tool: str, name: str, version: str, timeout: int, fresh: bool = False) -> dict:
+def run_one(tool: str, name: str, version: str, timeout: int, fresh: bool = False, threads: int = 1) -> dict:
     """One tool on one script in a fresh process; a result whose inputs are unchanged is reused
     from ``build/bench-watch/cache`` (``--fresh``: never)."""
     script = SCRIPTS / f"{name}_{version}.py"
-    cached = OUT / "cache" / f"{tool}-{name}-{version}-{_fingerprint(tool, script)}.json"
+    cached = OUT / "cache" / f"{tool}-{name}-{version}-{_fingerprint(tool, script, threads)}.json"
     if cached.exists() and not fresh:
         return json.loads(cached.read_text(encoding="utf-8"))
-    result = _run_fresh(tool, script, OUT / f"{tool}-{name}-{version}.json", timeout)
+    result = _run_fresh(tool, script, OUT / f"{tool}-{name}-{version}.json", timeout, threads)
     if not result.get("error"):
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(result), encoding="utf-8")
     return result
 
 
-def _run_fresh(tool: str, script: Path, out: Path, timeout: int) -> dict:
+def _run_fresh(tool: str, script: Path, out: Path, timeout: int, threads: int) -> dict:
     OUT.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, str(HERE / "watch_peers.py"), tool, str(out), str(script)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env)
         missing = {"error": done.stderr[-300:], "signals": []}
         result = json.loads(out.read_text(encoding="utf-8")) if out.exists() else missing
     except subprocess.TimeoutExpired:
@@ -142,8 +149,9 @@ def _run_fresh(tool: str, script: Path, out: Path, timeout: int) -> dict:
 
 def verdicts(tools, cases, jobs: int, timeout: int, fresh: bool = False) -> dict:
     runs = [(t, n, v) for t in tools for n, _ in cases for v in ("bug", "fixed")]
+    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     with ThreadPoolExecutor(jobs) as pool:
-        results = dict(zip(runs, pool.map(lambda r: run_one(*r, timeout, fresh), runs), strict=True))
+        results = dict(zip(runs, pool.map(lambda r: run_one(*r, timeout, fresh, threads), runs), strict=True))
     table = {}
     for tool in tools:
         rows = []

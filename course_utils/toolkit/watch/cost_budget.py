@@ -4,9 +4,12 @@ far, plus a small allowance for the start. A deep window opens only when the bud
 one like the last complete ones; a window that outgrows what is left is cut at the next safe point
 (a module call, the end of an LBFGS closure, a step boundary) and its partial counts are dropped;
 check steps are skipped while the budget is spent, and after a cut window the search for models
-(global module hooks) stops once it is spent. The set-up before the first model's forward is
-not charged: it is watched op by op only for its first ``ops.SETUP_CALLS`` torch calls, a bound of
-its own (the window then waits, modes left, for the first forward).
+(global module hooks) stops once it is spent. Part of the share is kept for the check steps:
+windows stop short of it, so a window that costs more than the last ones cannot leave the check
+steps (the values most verdicts are taken on) skipped until the run has paid it back. The set-up
+before the first model's forward is not charged: it is watched op by op only for its first
+``ops.SETUP_CALLS`` torch calls, a bound of its own (the window then waits, modes left, for the
+first forward).
 
 The clock is this thread's CPU time: the watcher's work is Python in the training thread, a loaded
 machine stretches neither side of the ratio, and time the thread spends waiting (data-loader
@@ -22,7 +25,8 @@ from collections import deque
 # Of the run's time so far. What the clock charges is not all a watched run pays (the allocator
 # and the garbage collector see the windows' objects later), and a run's wall time swings by more
 # than its share on a shared box: the share stays well under half of the 10% a run may lose.
-SHARE = 0.04
+SHARE = 0.05
+CHECKS = 0.01  # of it windows leave to the check steps
 FLOOR = 0.3  # seconds the watcher may use before the run's share covers it (the first windows)
 MIN_WINDOW = 0.002  # a new window needs at least this much room
 
@@ -30,8 +34,10 @@ MIN_WINDOW = 0.002  # a new window needs at least this much room
 class Budget:
     """What the watcher has spent and may still spend (``share=inf``: no limit)."""
 
-    def __init__(self, share: float = SHARE, floor: float = FLOOR, clock=time.thread_time):
+    def __init__(self, share: float = SHARE, floor: float = FLOOR, clock=time.thread_time,
+                 checks: float = CHECKS):
         self.share, self.floor, self.clock = share, floor, clock
+        self.checks = min(checks, share / 2)  # windows' share: share - checks
         self.start = clock()
         self.spent = 0.0
         self.windows: deque = deque(maxlen=9)  # costs of recent complete windows
@@ -42,22 +48,24 @@ class Budget:
     def unlimited(self) -> bool:
         return math.isinf(self.share)
 
-    def left(self, now: float | None = None) -> float:
-        """Seconds the watcher may still spend now."""
+    def left(self, now: float | None = None, windows: bool = False) -> float:
+        """Seconds the watcher may still spend now (``windows``: on windows, which leave the check
+        steps' part)."""
         if self.unlimited:
             return math.inf
         now = self.clock() if now is None else now
-        return self.floor + self.share * (now - self.start) - self.spent
+        share = self.share - self.checks if windows else self.share
+        return self.floor + share * (now - self.start) - self.spent
 
     def deadline(self, now: float) -> float:
-        """The clock reading at which a window opened ``now`` has used all that is left (the
-        allowance grows while it runs)."""
-        return now + self.left(now) / (1.0 - min(self.share, 0.5))
+        """The clock reading at which a window opened ``now`` has used all that is left to windows
+        (the allowance grows while it runs)."""
+        return now + self.left(now, windows=True) / (1.0 - min(self.share - self.checks, 0.5))
 
     def may_open(self) -> bool:
         """Room for a window like the recent complete ones."""
         expected = sorted(self.windows)[len(self.windows) // 2] if self.windows else 0.0
-        return self.left() >= max(MIN_WINDOW, expected, self.need)
+        return self.left(windows=True) >= max(MIN_WINDOW, expected, self.need)
 
     def charge(self, seconds: float, window: bool = False, complete: bool = False, passes: int = 1) -> None:
         """Count ``seconds`` of the watcher's time; a cut window asks room for twice its cost per

@@ -217,7 +217,7 @@ class Watcher(Verdicts, Schedule):
     @_guarded
     def _on_forward_pre(self, module, args) -> None:
         self.models.on_forward_pre(module, args)
-        if not self.ops.open and self.models.roots and self.cost.left() < 0:
+        if not self.ops.open and self.models.roots and self.cost.left(windows=True) < 0:
             self._discover(False)  # models are looked for after a cut window until the budget is spent
 
     @_guarded
