@@ -22,9 +22,8 @@ import math
 import time
 from collections import deque
 
-# Of the run's time so far. What the clock charges is not all a watched run pays (the allocator
-# and the garbage collector see the windows' objects later), and a run's wall time swings by more
-# than its share on a shared box: the share stays well under half of the 10% a run may lose.
+# Of the run's time so far: half the 10% a run may lose, as the clock does not charge all a watched
+# run pays and a run's wall time swings by more than the share on a shared box.
 SHARE = 0.05
 CHECKS = 0.01  # of it windows leave to the check steps
 FLOOR = 0.3  # seconds the watcher may use before the run's share covers it (the first windows)
