@@ -22,7 +22,7 @@ from course_utils.toolkit.watch import coverage as watch_coverage
 from course_utils.toolkit.watch.carried import CarriedGraph
 from course_utils.toolkit.watch.evalloop import GradForwards, no_grad_forwards_in_train_mode
 from course_utils.toolkit.watch.findings import UNKNOWN, Finding, Site, user_site
-from course_utils.toolkit.watch.relay import RootRelay
+from course_utils.toolkit.watch.relay import Relays
 
 _NORMS = (nn.modules.batchnorm._BatchNorm, nn.LayerNorm, nn.GroupNorm, nn.modules.instancenorm._InstanceNorm)
 _PER_CHANNEL = (nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)  # remove a bias too
@@ -52,8 +52,7 @@ class ModelTracker:
         self._own_params: WeakIdKeyDictionary = WeakIdKeyDictionary()  # module -> a parameter of its own
         self.module_site: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self.param_info: WeakIdKeyDictionary = WeakIdKeyDictionary()  # param -> (site, owner, name)
-        self._handles: list = []
-        self._relayed: set[int] = set()
+        self.relays = Relays(self)
         self.depth = 0
         self.top_forwards = 0
         self.inner_called: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -92,7 +91,7 @@ class ModelTracker:
         if self.depth == 0 and id(module) in self._root_ids and args:
             if isinstance(args[0], torch.Tensor):
                 self.batch_size = args[0].shape[0] if args[0].dim() else 0  # the batch a model received
-            if torch.is_grad_enabled() and id(module) not in self._relayed:  # a relayed root: on_root_forward
+            if torch.is_grad_enabled() and module not in self.relays:  # a relayed root: on_root_forward
                 self.carried.forward(module, args)
         self.depth += 1
 
@@ -116,22 +115,18 @@ class ModelTracker:
         self.on_root_forward(module)  # the relay joins from the next call on
 
     def relay(self, module: nn.Module | None = None) -> None:
-        """Hand every forward of this root (default: of every root) to ``on_root_forward``. Only
+        """Hand the forwards of this root (default: of every root) to ``on_root_forward``. Only
         where it has work: mode-sensitive layers, or a hand-written update whose step boundary is
         the next forward (a module hook takes the slower call path in torch: ~1% of a small step)."""
         for root in [module] if module is not None else self.live_roots():
-            if id(root) not in self._relayed:
-                self._relayed.add(id(root))
-                self._handles.append(root.register_forward_pre_hook(RootRelay(self)))
+            self.relays.add(root)
 
     def live_roots(self) -> list[nn.Module]:
         return [m for m in (r() for r in self.roots) if m is not None]
 
     def close(self) -> None:
         self.live = False
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        self.relays.close()
 
     # --- names ------------------------------------------------------------------------------------
     def names(self) -> dict[int, str]:
@@ -210,6 +205,7 @@ class ModelTracker:
         self.pending_eval.clear()
         self.eval_grad.clear()
         self.grad_forwards.backward(tensors)
+        self.relays.wake()
 
     def _eval_with_grad(self, root) -> None:
         """A second eval-mode forward with autograd on and no backward since: evaluation that builds

@@ -109,6 +109,7 @@ class Schedule:
         self._window_step = self.step + 1  # the step it watches (a cut window is left before it ends)
         self.deep.passes_at_open = (self.backwards, self.models.top_forwards)
         self._discover(True)
+        self.models.relays.wake()  # a window sees every forward
         self.ops.start()
         loss = self.loss_ref() if self.loss_ref is not None else None  # still the script's: may be read
         self.ops.loss_nodes = loss_nodes(loss.grad_fn) if loss is not None else []
