@@ -43,17 +43,21 @@ def table_in(page: Path, name: str) -> str:
     return text[start.end():end].strip("\n")
 
 
-def machine() -> str:
-    """The machine a figure was measured on, in words."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+def machine(load: float | None = None) -> str:
+    """The machine a figure was measured on, in words (``load``: the runs' own, recorded at their end;
+    default: the load average now, as the runs start)."""
+    when = "at the end of the runs" if load is not None else "at the start"
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-            f"load average {load:.1f} at the start")
+            f"load average {load:.1f} {when}")
 
 
-def publish(name: str, page: str, rows: list, markdown: str) -> Path:
-    """Store ``rows`` as docs/figures/NAME.json and put ``markdown`` between the page's markers."""
+def publish(name: str, page: str, rows: list, markdown: str, load: float | None = None) -> Path:
+    """Store ``rows`` as docs/figures/NAME.json and put ``markdown`` between the page's markers
+    (``load``: see ``machine``)."""
     FIGURES.mkdir(parents=True, exist_ok=True)
-    record = {"rows": rows, "measured": datetime.date.today().isoformat(), "machine": machine()}
+    record = {"rows": rows, "measured": datetime.date.today().isoformat(), "machine": machine(load)}
     (FIGURES / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     path = DOCS / page
     text = path.read_text()
