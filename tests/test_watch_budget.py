@@ -47,6 +47,24 @@ def test_the_allowance_grows_with_the_run_and_a_cut_window_asks_for_twice_its_ro
     assert Budget(share=math.inf).left() == math.inf
 
 
+def test_cuts_in_a_row_back_off_exponentially_and_a_complete_window_resets_the_back_off():
+    """A window that keeps outgrowing the budget (a whole-episode rollout) asks room for 2, 4, 8 times
+    its cost after one, two, three cuts in a row, so it is tried a few times a run; a window that
+    completes starts the count again."""
+    clock = Ticks()
+    budget = Budget(share=0.05, floor=0.3, clock=clock)
+    for cuts, factor in ((1, 2), (2, 4), (3, 8)):
+        budget.charge(0.1, window=True)
+        assert budget.cuts_in_row == cuts and budget.need == pytest.approx(factor * 0.1)
+    assert not budget.may_open()
+    clock.now = 25.0  # windows: 0.3 + 0.04 * 25 - 0.3 = 1.0 left, more than the 0.8 needed
+    assert budget.may_open()
+    budget.charge(0.2, window=True, complete=True)
+    assert budget.cuts_in_row == 0 and budget.need == 0.0
+    budget.charge(0.1, window=True)
+    assert budget.need == pytest.approx(0.2) and budget.cuts == 4
+
+
 def _loop(model, opt, x, y, steps):
     for _ in range(steps):
         opt.zero_grad()

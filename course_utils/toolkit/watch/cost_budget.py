@@ -3,6 +3,9 @@ deep windows whole, the hooks' time outside them) and keeps it under a share of 
 far, plus a small allowance for the start. A deep window opens only when the budget has room for
 one like the last complete ones; a window that outgrows what is left is cut at the next safe point
 (a module call, the end of an LBFGS closure, a step boundary) and its partial counts are dropped;
+after a cut the next window waits for room for twice the cut one, four times after two cuts in a
+row, and so on (a rollout's whole-episode window that keeps outgrowing the budget is tried a few
+times in a run, not every time the allowance has grown back);
 check steps are skipped while the budget is spent, and after a cut window the search for models
 (global module hooks) stops once it is spent. Part of the share is kept for the check steps:
 windows stop short of it, so a window that costs more than the last ones cannot leave the check
@@ -40,8 +43,9 @@ class Budget:
         self.start = clock()
         self.spent = 0.0
         self.windows: deque = deque(maxlen=9)  # costs of recent complete windows
-        self.need = 0.0  # after a cut: room for twice the cut window before the next one
+        self.need = 0.0  # after a cut: room for 2 ** (cuts in a row) times the cut window
         self.cuts = 0
+        self.cuts_in_row = 0
 
     @property
     def unlimited(self) -> bool:
@@ -68,12 +72,15 @@ class Budget:
 
     def charge(self, seconds: float, window: bool = False, complete: bool = False, passes: int = 1) -> None:
         """Count ``seconds`` of the watcher's time; a cut window asks room for twice its cost per
-        forward/backward pass it saw before the next opens (a window opened before the step
-        boundary was known, by hand-written updates, can span many passes: the next spans one)."""
+        forward/backward pass it saw before the next opens, doubled again for each cut before it in a
+        row (a window opened before the step boundary was known, by hand-written updates, can span
+        many passes: the next spans one)."""
         self.spent += seconds
         if window and complete:
             self.windows.append(seconds)
             self.need = 0.0
+            self.cuts_in_row = 0
         elif window:
             self.cuts += 1
-            self.need = 2 * seconds / max(1, passes)
+            self.cuts_in_row += 1
+            self.need = 2 ** min(self.cuts_in_row, 30) * seconds / max(1, passes)
