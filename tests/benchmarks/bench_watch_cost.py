@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -71,21 +72,62 @@ def prepare(kind: str | None, folder: Path, python: str, env: dict) -> None:
                        env=env, check=True)
 
 
-def run_once(python: str, case: tuple, folder: Path, env: dict, watched: bool, timeout: int) -> dict:
-    """One fresh process; its wall time, exit code and (watched) the watcher's findings."""
+def command(python: str, case: tuple, folder: Path, watched: bool) -> list[str]:
+    """The plain run's command line, or the same script under ``course watch``."""
     _, script, args, _ = case
-    report = folder / "watch.json"
     cmd = [python, str(CORPUS / script), *args]
     if watched:
-        cmd = [python, "-m", "course_utils.cli", "watch", "--quiet", "--json", str(report),
+        cmd = [python, "-m", "course_utils.cli", "watch", "--quiet", "--json", str(folder / "watch.json"),
                str(CORPUS / script), *args]
+    return cmd
+
+
+def run_once(python: str, case: tuple, folder: Path, env: dict, watched: bool, timeout: int) -> dict:
+    """One fresh process; its wall time, exit code and (watched) the watcher's findings."""
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command(python, case, folder, watched), cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=timeout)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    out = {"wall": wall, "cpu": cpu, "rc": done.returncode}
-    if done.returncode:
-        out["stderr"] = done.stderr[-2000:]
+    return outcome(folder, watched, {"wall": wall, "cpu": cpu, "rc": done.returncode}, done.stderr)
+
+
+def run_pair(python: str, case: tuple, folders: dict, env: dict, cores: dict, timeout: int) -> dict:
+    """Plain and watched at the same time, each pinned to its own core: a slow phase of a shared
+    machine falls on both. Returns {watched: run} with each process's own wall and CPU time."""
+    runs: dict = {}
+
+    def wait(watched: bool) -> None:
+        folder, start = folders[watched], time.perf_counter()
+        err = open(folder / "stderr.txt", "w+")  # noqa: SIM115 - read back below
+        proc = subprocess.Popen(command(python, case, folder, watched), cwd=folder, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {cores[watched]}))
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        run = {"wall": time.perf_counter() - start, "cpu": usage.ru_utime + usage.ru_stime,
+               "rc": proc.returncode, "core": cores[watched]}
+        runs[watched] = outcome(folder, watched, run, err.read())
+        err.close()
+
+    threads = [threading.Thread(target=wait, args=(w,)) for w in (False, True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return runs
+
+
+def outcome(folder: Path, watched: bool, out: dict, stderr: str) -> dict:
+    """A run's record: its times and exit code, its stderr's end if it failed, and (watched) what
+    the watcher reported."""
+    report = folder / "watch.json"
+    if out["rc"]:
+        out["stderr"] = stderr[-2000:]
     if watched and report.exists():
         doc = json.loads(report.read_text())
         out["findings"] = [f"{f['severity']} {f['kind']} step {f['step']}" for f in doc["findings"]]
@@ -93,23 +135,32 @@ def run_once(python: str, case: tuple, folder: Path, env: dict, watched: bool, t
     return out
 
 
-def measure(case: tuple, python: str, paths: list[str], repeats: int, timeout: int) -> dict:
-    """Plain and watched runs of one case, alternating (plain first on even repeats)."""
+def measure(case: tuple, python: str, paths: list[str], repeats: int, timeout: int,
+            side_by_side: bool = False) -> dict:
+    """Plain and watched runs of one case, alternating (plain first on even repeats), or side by
+    side on two cores that swap each repeat."""
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join([*paths[:1], str(CORPUS), str(CORPUS / "site"), *paths[1:]]),
            "MPLBACKEND": "Agg"}
     if case[3] == "sine":  # its data is a numpy array, which torch.load's default no longer loads
         env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
-    folder = Path(tempfile.mkdtemp(prefix="bench-watch-cost-"))
+    folders = {w: Path(tempfile.mkdtemp(prefix="bench-watch-cost-")) for w in (False, True)}
     try:
-        prepare(case[3], folder, python, env)
+        for folder in folders.values():
+            prepare(case[3], folder, python, env)
         runs: dict[str, list] = {"plain": [], "watch": []}
         for i in range(repeats):
+            if side_by_side:
+                pair = run_pair(python, case, folders, env, {False: i % 2, True: 1 - i % 2}, timeout)
+                runs["plain"].append(pair[False])
+                runs["watch"].append(pair[True])
+                continue
             for watched in ((False, True) if i % 2 == 0 else (True, False)):
                 runs["watch" if watched else "plain"].append(
-                    run_once(python, case, folder, env, watched, timeout))
+                    run_once(python, case, folders[False], env, watched, timeout))
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
     return summarize(case[0], runs)
 
 
@@ -164,6 +215,8 @@ def main() -> int:
     p.add_argument("--path", action="append", default=[], help="a folder put on the scripts' path")
     p.add_argument("--course", default=str(ROOT), help="the checkout whose course watch runs")
     p.add_argument("--json", help="write the results (every run's times) here")
+    p.add_argument("--side-by-side", action="store_true",
+                   help="run plain and watched at once, each on its own core (cores swap each repeat)")
     p.add_argument("--results", nargs="*", default=[],
                    help="no runs: the results of earlier --json files (runs split in parts)")
     p.add_argument("--publish", action="store_true",
@@ -174,7 +227,8 @@ def main() -> int:
     for case in [] if a.results else CASES:
         if a.only and not any(case[0] == o or case[0].startswith(o + " ") for o in a.only):
             continue
-        results.append(measure(case, a.python, [a.course, *a.path], a.repeats, a.timeout))
+        results.append(measure(case, a.python, [a.course, *a.path], a.repeats, a.timeout,
+                               a.side_by_side))
         r = results[-1]
         if a.json:  # after each case: a long run stopped midway keeps what it measured
             Path(a.json).write_text(json.dumps({"load": os.getloadavg(), "results": results}, indent=1))
