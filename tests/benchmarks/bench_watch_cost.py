@@ -2,10 +2,13 @@
 stays quiet on them: each script of ``public_scripts/`` (pytorch/examples, data swapped for synthetic
 data of the same shape, see its MANIFEST.md) runs plain and under ``course watch``, alternating,
 ``--repeats`` times each, in fresh processes; the table gives the medians of the whole process's
-wall time and their ratio.
+wall time and their ratio. ``--side-by-side`` runs each pair at once instead, each process pinned
+to its own core and the cores swapped each repeat: on a shared box whose speed drifts by more than
+the budget over minutes, a slow phase then falls on both runs of a pair (scripts that start
+processes of their own, like ``mnist_hogwild``, get one core each).
 
     python tests/benchmarks/bench_watch_cost.py [--only NAME ...] [--repeats 3] [--json PATH]
-        [--path DIR] [--publish]
+        [--path DIR] [--side-by-side] [--publish]
 
 The budget, fixed before the runs: a watched run takes at most 1.10x its plain run, or at most
 1 s more where the plain run is under 10 s. Quiet: the watcher reports nothing, notes included.
