@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils.toolkit.watch.deep import _holder
 from tests.watch_support import alarms, line_of, watched
 
 
@@ -103,6 +104,25 @@ def test_labels_the_loop_rebuilds_with_the_batch_are_a_note(shape):
 def test_keeping_the_loss_with_its_graph_is_memory_that_grows():
     found = watched(host_loop(keep_graph=True), 8)
     assert "memory growth" in alarms(found) and "held by a list" in found["memory growth"].what
+
+
+def test_the_holder_of_a_kept_tensor_is_named_as_the_variable_or_container_that_holds_it():
+    """A running total at a script's top level is a global variable, one kept on an object is its
+    attribute, one appended to a list is the list."""
+
+    class Trainer:
+        pass
+
+    kept = torch.ones(1, requires_grad=True) * 2
+    script = {"__name__": "__main__", "__builtins__": __builtins__, "history": kept}
+    assert _holder(kept, {}) == "; held by the global variable `history`"
+    del script["history"]
+    trainer = Trainer()
+    trainer.total = kept
+    assert _holder(kept, {}) == "; held by the attribute `total` of a Trainer"
+    del trainer.total
+    losses = [kept]
+    assert _holder(kept, {}) == "; held by a list of 1 items" and losses
 
 
 def test_an_op_that_always_falls_back_on_a_mac_is_named():

@@ -28,10 +28,16 @@ MIB = 2**20
 
 
 def _holder(obj, mine) -> str:
-    """Who keeps ``obj`` alive: a list or dict, and the name it has where it is stored."""
+    """Who keeps ``obj`` alive: a variable that is the tensor itself (a module's global, an
+    object's attribute), or a list or dict, and the name it has where it is stored."""
     ours = {id(mine), *(id(v) for v in mine.values())}
     for ref in gc.get_referrers(obj):
-        if isinstance(ref, (list, dict)) and ref is not gc.garbage and id(ref) not in ours:
+        if ref is gc.garbage or id(ref) in ours:
+            continue
+        variable = _variable(ref, obj)
+        if variable:
+            return f"; held by {variable}"
+        if isinstance(ref, (list, dict)):
             size = f"a {type(ref).__name__} of {len(ref)} items"
             for owner in gc.get_referrers(ref):
                 if isinstance(owner, dict):
@@ -40,6 +46,28 @@ def _holder(obj, mine) -> str:
                         return f"; held by {size} named `{name}`"
             return f"; held by {size}"
     return ""
+
+
+def _variable(ref, obj) -> str | None:
+    """``ref`` as a variable that holds ``obj`` itself: a module's globals (a running total at a
+    script's top level) or an object's attribute; None for a list or a dict of data."""
+    if isinstance(ref, dict):
+        if not (isinstance(ref.get("__name__"), str) and "__builtins__" in ref):
+            owner = next((o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref), None)
+            return _attribute(owner, obj) if owner is not None else None
+        name = next((k for k, v in ref.items() if v is obj and isinstance(k, str)), None)
+        return f"the global variable `{name}`" if name else None
+    if isinstance(ref, (list, tuple, set)) or type(ref).__module__ in ("builtins", "types"):
+        return None  # containers, frames, functions, cells
+    return _attribute(ref, obj)
+
+
+def _attribute(owner, obj) -> str | None:
+    namespace = getattr(owner, "__dict__", None)
+    if not isinstance(namespace, dict):
+        return None
+    name = next((k for k, v in namespace.items() if v is obj and isinstance(k, str)), None)
+    return f"the attribute `{name}` of a {type(owner).__name__}" if name else None
 
 
 _RANDOM = {f"torch.{n}" for n in ("rand", "randn", "randint", "randperm", "normal", "bernoulli",
