@@ -20,8 +20,11 @@ from course_utils.toolkit.watch.loss_checks import padding_mask
 
 
 def watched(train, **options) -> dict:
-    """{kind: finding} of ``train()``: the alarms only."""
+    """{kind: finding} of ``train()``: the alarms only. The budget has no limit: these checks judge
+    check-step values, and on a slow or busy box a spent budget skips check steps (the budget's own
+    tests are in test_watch_budget.py)."""
     torch.manual_seed(0)
+    options.setdefault("cost", Budget(share=math.inf))
     with watch(verbose=False, **options) as w:
         train()
     return {f.kind: f for f in w.findings if f.alarm}
@@ -207,6 +210,6 @@ def warmup_loop(per_step: bool):
 
 
 def test_a_step_sized_warm_up_stepped_per_epoch_is_named_and_stepped_per_step_is_quiet():
-    found = watched(warmup_loop(False), cost=Budget(share=math.inf))  # every step a check, on any box
+    found = watched(warmup_loop(False))
     assert "lr schedule" in found and "called 7 times in 80 optimizer steps" in found["lr schedule"].what
     assert "lr schedule" not in watched(warmup_loop(True))
