@@ -31,10 +31,10 @@ class Ticks:
 
 def test_the_allowance_grows_with_the_run_and_a_cut_window_asks_for_twice_its_room():
     clock = Ticks()
-    budget = Budget(share=0.05, floor=0.3, clock=clock)
-    assert budget.left() == 0.3 and budget.may_open()
+    budget = Budget(share=0.05, floor=0.3, clock=clock, checks_floor=0.1)
+    assert budget.left(windows=True) == 0.3 and budget.left() == 0.4 and budget.may_open()
     clock.now = 10.0
-    assert math.isclose(budget.left(), 0.8)
+    assert math.isclose(budget.left(), 0.9)
     budget.charge(0.7, window=True)  # cut
     assert budget.cuts == 1 and budget.need == 1.4 and not budget.may_open()
     clock.now = 40.0  # windows: 0.3 + 0.04 * 40 - 0.7 = 1.2 left, short of 1.4
@@ -134,6 +134,38 @@ def test_windows_leave_the_check_steps_their_part_of_the_budget():
             windows += [step] * (w.deep_steps - before)
     assert 32 in checked and 16 not in checked  # 0.05 * 32 > 1.5 > 0.05 * 16
     assert [s for s in windows if s > 1] == []  # 0.04 * 36 < 1.5: no window after the set-up's
+
+
+def test_the_start_allowance_grows_to_room_for_three_windows_like_the_first_up_to_a_cap():
+    """On a slow machine the first complete window costs most of the start allowance: it grows so a
+    short run still gets its first windows, up to a cap; a cut window or a cheap first one leaves it."""
+    for first, floor in ((0.05, 0.3), (0.15, 0.45), (0.33, 0.6), (2.0, 0.6)):
+        budget = Budget(share=0.05, floor=0.3, clock=Ticks())
+        budget.charge(first, window=True, complete=True)
+        budget.charge(first, window=True, complete=True)  # only the first one sizes it
+        assert budget.floor == pytest.approx(floor), first
+    cut = Budget(share=0.05, floor=0.3, clock=Ticks())
+    cut.charge(0.33, window=True)
+    assert cut.floor == 0.3
+
+
+def test_check_steps_keep_a_start_allowance_that_the_first_windows_cannot_spend():
+    """A short run on a slow machine: the first windows use all of the start allowance before the
+    run's share has grown; check steps go on with their own part of it, windows wait."""
+    x, y = torch.randn(64, 4), torch.randn(64)
+    model = _sequence_model()
+    clock = Ticks()
+    budget = Budget(share=0.05, floor=0.3, clock=clock, checks_floor=0.1)
+    for seconds in (0.15, 0.4):  # the first windows (the allowance grows to 0.45), past it
+        budget.charge(seconds, window=True, complete=True)
+    with watch(verbose=False, cost=budget) as w:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(1, 16):
+            clock.now = 0.1 * step  # at 1.5 s: 0.45 + 0.06 < 0.55 spent, 0.55 + 0.075 > 0.55
+            _loop(model, opt, x, y, 1)
+        ow = w.optimizers[id(opt)]
+        assert w.deep_steps <= 1 and budget.left(windows=True) < 0 < budget.left()
+        assert w._is_check(ow)  # step 16: a check step, on the allowance kept for it
 
 
 def test_with_room_the_schedule_is_the_sampled_one():

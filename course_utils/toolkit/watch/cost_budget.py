@@ -1,18 +1,24 @@
 """The cost budget of ``course watch``, per run: the watcher measures its own time as it goes (the
 deep windows whole, the hooks' time outside them) and keeps it under a share of the run's time so
-far, plus a small allowance for the start. A deep window opens only when the budget has room for
-one like the last complete ones; a window that outgrows what is left is cut at the next safe point
-(a module call, the end of an LBFGS closure, a step boundary) and its partial counts are dropped;
-after a cut the next window waits for room for twice the cut one, four times after two cuts in a
-row, and so on (a rollout's whole-episode window that keeps outgrowing the budget is tried a few
-times in a run, not every time the allowance has grown back);
-check steps are skipped while the budget is spent, and after a cut window the search for models
-(global module hooks) stops once it is spent. Part of the share is kept for the check steps:
-windows stop short of it, so a window that costs more than the last ones cannot leave the check
-steps (the values most verdicts are taken on) skipped until the run has paid it back. The set-up
-before the first model's forward is not charged: it is watched op by op only for its first
-``ops.SETUP_CALLS`` torch calls, a bound of its own (the window then waits, modes left, for the
-first forward).
+far, plus a small allowance for the start. On a slow machine the allowance grows, up to
+``FLOOR_CAP``, to room for three windows like the first complete one, so a short run still gets the
+first steps' windows a fast machine gives it (the memory-growth check needs two after the first).
+
+A deep window opens only when the budget has room for one like the last complete ones; a window
+that outgrows what is left is cut at the next safe point (a module call, the end of an LBFGS
+closure, a step boundary) and its partial counts are dropped. After a cut the next window waits
+for room for twice the cut one, four times after two cuts in a row, and so on: a rollout's
+whole-episode window that keeps outgrowing the budget is tried a few times in a run, not every time
+the allowance has grown back.
+
+Check steps are skipped while the budget is spent, and after a cut window the search for models
+(global module hooks) stops once it is spent. Windows leave the check steps (the values most
+verdicts are taken on) a part of the share and a start allowance of their own (``CHECKS_FLOOR``):
+a window that costs more than the last ones, or first windows that use the whole start allowance of
+a short run on a slow or busy machine, cannot leave the check steps skipped until the run has paid
+it back. The set-up before the first model's forward is not charged: it is watched op by op only
+for its first ``ops.SETUP_CALLS`` torch calls, a bound of its own (the window then waits, modes
+left, for the first forward).
 
 The clock is this thread's CPU time: the watcher's work is Python in the training thread, a loaded
 machine stretches neither side of the ratio, and time the thread spends waiting (data-loader
@@ -30,6 +36,8 @@ from collections import deque
 SHARE = 0.05
 CHECKS = 0.01  # of it windows leave to the check steps
 FLOOR = 0.3  # seconds the watcher may use before the run's share covers it (the first windows)
+CHECKS_FLOOR = 0.1  # seconds more that only the check steps may use
+FLOOR_CAP = 0.6  # the start allowance grows to three first windows, up to this (a slow machine)
 MIN_WINDOW = 0.002  # a new window needs at least this much room
 
 
@@ -37,8 +45,9 @@ class Budget:
     """What the watcher has spent and may still spend (``share=inf``: no limit)."""
 
     def __init__(self, share: float = SHARE, floor: float = FLOOR, clock=time.thread_time,
-                 checks: float = CHECKS):
+                 checks: float = CHECKS, checks_floor: float = CHECKS_FLOOR):
         self.share, self.floor, self.clock = share, floor, clock
+        self.checks_floor = checks_floor
         self.checks = min(checks, share / 2)  # windows' share: share - checks
         self.start = clock()
         self.spent = 0.0
@@ -53,12 +62,13 @@ class Budget:
 
     def left(self, now: float | None = None, windows: bool = False) -> float:
         """Seconds the watcher may still spend now (``windows``: on windows, which leave the check
-        steps' part)."""
+        steps' part and their own start allowance)."""
         if self.unlimited:
             return math.inf
         now = self.clock() if now is None else now
-        share = self.share - self.checks if windows else self.share
-        return self.floor + share * (now - self.start) - self.spent
+        if windows:
+            return self.floor + (self.share - self.checks) * (now - self.start) - self.spent
+        return self.floor + self.checks_floor + self.share * (now - self.start) - self.spent
 
     def deadline(self, now: float) -> float:
         """The clock reading at which a window opened ``now`` has used all that is left to windows
@@ -77,6 +87,8 @@ class Budget:
         many passes: the next spans one)."""
         self.spent += seconds
         if window and complete:
+            if not self.windows:  # a slow machine's first window: room for two more like it
+                self.floor = max(self.floor, min(FLOOR_CAP, 3 * seconds))
             self.windows.append(seconds)
             self.need = 0.0
             self.cuts_in_row = 0
