@@ -77,6 +77,38 @@ def test_labels_apart_from_their_inputs_end_the_run_at_chance_and_aligned_labels
     assert "loss at chance" not in watched(labels_loop(True, steps=60))  # too short a run to judge
 
 
+def folds_loop(apart: bool, folds: int = 4, steps: int = 40, new_model: bool = True):
+    """Cross-validation: a fresh model and optimizer per fold, each trained ``steps`` steps on labels
+    that follow their inputs (or apart from them); ``new_model=False``: one model, a fresh optimizer
+    per fold."""
+    def train():
+        model = None
+        for _ in range(folds):
+            if new_model or model is None:
+                model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 3))
+            opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            for _ in range(steps):
+                x = torch.randn(1024, 8)
+                source = torch.randn(1024, 8) if apart else x
+                loss = F.cross_entropy(model(x), (source[:, 0] > 0).long() + (source[:, 1] > 0).long())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    return train
+
+
+def test_a_new_model_per_fold_starts_the_chance_count_again_and_a_new_optimizer_does_not():
+    """The last fold's first steps are at chance by nature: judged as the run's last steps they read
+    as a model that never learnt (160 steps in all). A new optimizer over the same model goes on
+    counting, so labels apart from their inputs are still found."""
+    assert "loss at chance" not in watched(folds_loop(False))
+    assert "loss at chance" not in watched(folds_loop(True))  # 40 steps a model: too short to judge
+    found = watched(folds_loop(True, new_model=False))
+    assert "loss at chance" in found and "since step" not in found["loss at chance"].what, found
+    last = watched(folds_loop(True, folds=2, steps=120))
+    assert "since step 12" in last["loss at chance"].what, last  # the second model began at step ~121
+
+
 def chance_verdict(counts: list[int], late_losses: list[float]) -> list:
     """The chance check's verdict on a run of 200 steps whose labels had ``counts`` per class and
     whose last checked losses were ``late_losses``."""

@@ -9,7 +9,9 @@ it) when ``backward()`` runs on that loss itself; the verdict is taken at the en
 the mean of its last checks (in its second half), none of which may lie below what a model at chance
 can score on a batch: ``-log`` of the largest class frequency (every label the most frequent one),
 or, with near-even classes, ``NEAR`` of the entropy; one checked batch far below it shows a model that
-has learnt something.
+has learnt something. The run is the last model's: a new model (cross-validation folds, restarts, a
+sweep) starts the count again, as its first steps are at chance by nature; a new optimizer over the
+same parameters does not.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class ChanceLevel:
         self.output: weakref.ref | None = None
         self.direct = False  # backward() ran on that loss itself
         self.losses: deque = deque(maxlen=8)  # (step, loss) on check steps
+        self.model: weakref.ref | None = None  # a parameter of the model those losses train
+        self.since = 0  # the step at which that model's training began
 
     def on_loss(self, func, x, target, kwargs: dict, site) -> None:
         """Before ``cross_entropy``/``nll_loss``: count its class indices (one per row)."""
@@ -69,7 +73,13 @@ class ChanceLevel:
         if self.output is not None and loss is not None and self.output() is loss:
             self.direct = True
 
-    def on_check(self, loss: float | None) -> None:
+    def on_check(self, loss: float | None, param: torch.Tensor | None = None) -> None:
+        """A check step's loss; ``param``, one the optimizer updates: another model's starts over."""
+        if param is not None and (self.model is None or self.model() is not param):
+            if self.model is not None:
+                self.losses.clear()
+                self.since = self.watcher.step
+            self.model = weakref.ref(param)
         if self.direct and loss is not None and math.isfinite(loss):
             self.losses.append((self.watcher.step + 1, loss))
 
@@ -92,9 +102,10 @@ class ChanceLevel:
     def finish(self) -> None:
         """At the end of the run: the last checks of its second half all at the labels' entropy."""
         w = self.watcher
-        if not self.direct or self.counts is None or w.step < MIN_STEPS:
+        steps = w.step - self.since
+        if not self.direct or self.counts is None or steps < MIN_STEPS:
             return
-        late = [(s, v) for s, v in self.losses if s >= w.step / 2][-LAST:]
+        late = [(s, v) for s, v in self.losses if s >= self.since + steps / 2][-LAST:]
         if len(late) < LAST:
             return
         chance = self.entropy()
@@ -109,9 +120,13 @@ class ChanceLevel:
             f"the loss stayed at chance: its {len(late)} checked values from step {late[0][0]} to "
             f"{late[-1][0]} average {mean:.4g} (lowest {lowest:.4g}), while the entropy of "
             f"the {int(self.counts.sum())} "
-            f"labels it was given ({classes} classes{weighted}) is {chance:.4g}: after {w.step} steps the "
-            "model predicts no better than the class frequencies",
+            f"labels it was given ({classes} classes{weighted}) is {chance:.4g}: after {steps} steps"
+            f"{_since(self.since)} the model predicts no better than the class frequencies",
             self.site,
             w.step,
             subject="loss at chance",
         ))
+
+
+def _since(step: int) -> str:
+    return f" (since step {step}, when the model trained last began)" if step else ""

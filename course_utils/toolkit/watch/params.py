@@ -229,7 +229,7 @@ class OptimizerWatch(Trends):
         w = self.watcher
         w.on_values(loss_v, gnorm, norms, self)
         if w._primary is not None and w._primary() is optimizer:
-            w.ops.losses.chance.on_check(loss_v)
+            w.ops.losses.chance.on_check(loss_v, params[0] if params else None)
         lr_of = [float(gr.get("lr", 0.0)) for gr in optimizer.param_groups for _ in gr["params"]]
         group_of = [gr for gr in optimizer.param_groups for _ in gr["params"]]
         frozen: list[tuple] = []
