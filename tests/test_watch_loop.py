@@ -204,6 +204,25 @@ def test_a_manual_update_that_never_lands_gives_a_flat_loss():
     assert not alarms(watched(lambda s: train(s, fixed=True), 40))
 
 
+def test_a_loss_that_reached_exactly_zero_is_not_a_flat_loss():
+    """A separable task fit to the end: the cross-entropy underflows to exactly 0 at every check while
+    the gradients are tiny but not zero. The loss is at its floor, not stuck."""
+    def train(steps):
+        model = nn.Linear(2, 2)
+        x = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).repeat(16, 1)
+        y = torch.tensor([0, 1]).repeat(16)
+        with torch.no_grad():
+            model.weight.copy_(torch.tensor([[120.0, -120.0], [-120.0, 120.0]]))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(steps):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            model.weight.grad.add_(1e-12)  # non-zero, as a real run's round-off leaves them
+            opt.step()
+    assert "flat loss" not in alarms(watched(train, 120))
+
+
 def test_evaluating_without_no_grad_is_named_and_with_it_quiet():
     found = watched(evaluate(train_mode=False, no_grad=False), 3)
     assert alarms(found) == {"grad in eval"} and found["grad in eval"].where.line == line_of("evaluation")

@@ -215,7 +215,7 @@ class Trends:
             )
 
     def _check_flat(self, loss, gnorm, lr_of) -> None:
-        if loss is None or not math.isfinite(loss):
+        if loss is None or not math.isfinite(loss) or loss == 0:  # 0: a fit at the loss's floor
             return
         self.losses.append(loss)
         if (
