@@ -143,6 +143,7 @@ class DeepJudge:
                 )
         self.allocs.append((window, step, ops.allocs))
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs = [], [], [], []
+        ops.dead_units.close(step)
 
     def _syncs(self, syncs: list, losses: set, window: int, step: int) -> None:
         """Reads per pass (accumulation reads once per micro-batch, a rollout once per action). Reads

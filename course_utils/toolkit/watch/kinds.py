@@ -161,6 +161,17 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
         "store .detach() (or .item() every N steps) instead of the tensor; clear lists of "
         "activations; accumulate loss.detach()",
     ),
+    "dead units": (
+        "a ReLU layer whose units are dead",
+        "bug",
+        "a ReLU unit that outputs 0 for every input passes no gradient back, so nothing revives it: "
+        "a layer that is nearly all dead leaves the model a constant or a handful of live units "
+        "(dying ReLU: a learning rate too large for the inputs, an initialisation that puts every "
+        "pre-activation below 0)",
+        "scale the inputs (pixels / 255, standardised features), lower the learning rate, keep the "
+        "default (Kaiming) initialisation; LeakyReLU or a norm layer before the ReLU keeps units alive; "
+        "a head that must be non-negative: softplus or exp rather than ReLU",
+    ),
     "fallback": (
         "op falls back to the CPU on a Mac",
         "perf",

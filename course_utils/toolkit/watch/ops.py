@@ -23,6 +23,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from course_utils.toolkit.syncs.finder import function_kind, tensors_in
 from course_utils.toolkit.watch.broadcast import Broadcasts
+from course_utils.toolkit.watch.dead_units import DeadUnits
 from course_utils.toolkit.watch.deep import fingerprint, in_model_forward
 from course_utils.toolkit.watch.findings import (
     call_as_user,
@@ -104,6 +105,7 @@ class OpWatch(Window):
         self._numpy: dict[int, int] = {}  # data pointer of numpy-backed memory -> window first seen
         self.broadcasts = Broadcasts(watcher)
         self.losses = LossInputs(watcher)
+        self.dead_units = DeadUnits(watcher)
         self.syncs: list[tuple] = []  # (site, kind, autograd node of a value read) this window
         self.loss_nodes: list = []  # the nodes nearest this window's backward roots
         self.copies: list[tuple] = []  # (origin, how, copy site, bytes, model side, fingerprint)
@@ -244,12 +246,16 @@ class OpWatch(Window):
             if func in _CUTS and args and args[0].requires_grad:
                 self.cuts.setdefault(site, f"{site}: {site.code}")
         self.broadcasts.before(func, args, site)
-        self.paused += 1  # the checks' own tensor reads are not the script's
+        self._own(self.losses.guarded, self.losses.before, func, args, kwargs, site)
+        return frame, site, direct, training
+
+    def _own(self, check, *args) -> None:
+        """Run a check whose own tensor ops are not the script's (the window's modes pass them on)."""
+        self.paused += 1
         try:
-            self.losses.guarded(self.losses.before, func, args, kwargs, site)
+            check(*args)
         finally:
             self.paused -= 1
-        return frame, site, direct, training
 
     def _after_function(self, func, args, kwargs, out, site, training, direct, frame) -> None:
         inputs = tensors_in((args, kwargs))
@@ -290,6 +296,7 @@ class OpWatch(Window):
         self.broadcasts.after(func, args, inputs, outs, site)
         self.losses.guarded(self.losses.after, func, args, inputs, outs)
         if training:
+            self._own(self.dead_units.after, func, outs)
             for t in outs:
                 if t.grad_fn is not None:
                     self.nan.node_site[id(t.grad_fn)] = (t.grad_fn, site)

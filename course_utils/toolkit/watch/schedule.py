@@ -134,6 +134,7 @@ class Schedule:
         self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
+        ops.dead_units.drop()
         ops.loss_nodes = []
         self._flush_nan()  # models are still looked for while the budget has room (a GAN's second one)
         return True
