@@ -17,7 +17,8 @@ def regression(init_positive: bool, rows: int = 64):
     def train(steps):
         x = -torch.rand(512, 8) * 3
         y = x[:, :2].sum(1, keepdim=True)
-        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1))  # model
+        layers = [nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 1)]
+        model = nn.Sequential(*layers)  # model
         if init_positive:
             with torch.no_grad():
                 for layer in (model[0], model[2]):

@@ -50,8 +50,10 @@ class DeadUnits:
             self.off = True
 
     def _count(self, out: torch.Tensor) -> None:
+        if out.dim() not in (2, 4) or out.numel() // max(1, out.shape[1]) < MIN_VALUES:
+            return
         param = _layer_param(out)
-        if param is None or out.dim() not in (2, 4) or out.numel() // out.shape[1] < MIN_VALUES:
+        if param is None:
             return
         with torch.no_grad():
             alive = (out > 0).transpose(0, 1).reshape(out.shape[1], -1).any(1)
