@@ -130,3 +130,34 @@ def test_padding_scored_by_the_loss_is_named(bug):
 @pytest.mark.parametrize("fixed", [dict(), dict(reduction="none", masked=True)])
 def test_padding_ignored_or_masked_is_quiet(fixed):
     assert "padding in loss" not in watched(lm_loop(**fixed))
+
+
+def nll_loop(head: str):
+    """nll_loss on a 4-class model whose output is ``head``: "log_softmax" (the fix), "softmax",
+    "logits", or log(softmax + 1e-8) (log-probabilities too)."""
+    def train(steps):
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for _ in range(steps):
+            x = torch.randn(64, 6)
+            out = model(x)
+            scores = {"log_softmax": F.log_softmax(out, 1), "softmax": F.softmax(out, 1), "logits": out,
+                      "log eps": torch.log(F.softmax(out, 1) + 1e-8)}[head]
+            loss = F.nll_loss(scores, x[:, :4].argmax(1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return train
+
+
+@pytest.mark.parametrize("head", ["softmax", "logits"])
+def test_nll_loss_given_probabilities_or_raw_logits_is_named_with_what_it_received(head):
+    found = watched(nll_loop(head), 3)
+    assert "not log-probabilities" in found and "probabilities as logits" not in found, found
+    what = found["not log-probabilities"].what
+    assert ("sum to 1" in what and "[-1, 0]" in what) if head == "softmax" else "logsumexp" in what, what
+
+
+@pytest.mark.parametrize("head", ["log_softmax", "log eps"])
+def test_nll_loss_given_log_probabilities_is_quiet(head):
+    assert "not log-probabilities" not in watched(nll_loop(head), 3)

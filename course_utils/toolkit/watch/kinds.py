@@ -195,6 +195,15 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
         "remove the softmax/sigmoid from the model's output (apply it only for predictions), or use "
         "nll_loss(log(probs)) / binary_cross_entropy / Categorical(probs=...) on probabilities",
     ),
+    "not log-probabilities": (
+        "nll_loss fed probabilities or raw logits where it expects log-probabilities",
+        "bug",
+        "nll_loss does not take a log or a softmax itself: it returns -x[target]. Given a softmax's "
+        "probabilities the loss is -p, always in [-1, 0], and its gradients vanish once a prediction is "
+        "confident; given raw logits it has no lower bound and pushes the target's logit up for ever",
+        "end the model in log_softmax (nn.LogSoftmax(dim=1)) before nll_loss, or give the raw logits to "
+        "cross_entropy, which is log_softmax and nll_loss in one",
+    ),
     "softmax over batch": (
         "softmax taken over the batch dimension",
         "bug",

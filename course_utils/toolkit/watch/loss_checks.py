@@ -1,5 +1,6 @@
 """What losses receive (``course watch``, deep windows): probabilities where the loss expects logits
-(a softmax or sigmoid applied twice), a softmax taken over the batch, padded positions scored as
+(a softmax or sigmoid applied twice), an ``nll_loss`` given probabilities or raw logits where it
+expects log-probabilities, a softmax taken over the batch, padded positions scored as
 targets, and classification targets that never vary. Each finding states the numbers it saw.
 
 The inputs are read where the loss is called (``F.cross_entropy`` and friends are torch functions,
@@ -34,6 +35,7 @@ _KEEPS = {torch.Tensor.to, torch.Tensor.float, torch.Tensor.view, torch.Tensor.r
 _REDUCE = {torch.Tensor.mean, torch.Tensor.sum, torch.mean, torch.sum}
 CONSTANT_WINDOWS = 3  # deep windows in a row with one target value before it is reported
 SIGMOID_WINDOWS = 3  # deep windows in a row with logits in [0, 1] before they are called probabilities
+LOG_PROBABILITY_TOLERANCE = 0.05  # |logsumexp| of a row of log-probabilities (log(p + eps) included)
 
 
 def _arg(args: tuple, kwargs: dict, i: int, name: str, default=None):
@@ -139,7 +141,9 @@ class LossInputs:
         x, target = args[0], args[1]
         if target.dim() >= 1:
             self.batch = target.shape[0]
-        if func in _CLASS_LOSSES and x.requires_grad and probability_rows(x):
+        if func is F.nll_loss and x.requires_grad:
+            self._log_probabilities(site, x)
+        elif func in _CLASS_LOSSES and x.requires_grad and probability_rows(x):
             self._logits(site, func, x, "rows in [0, 1] that sum to 1 (a softmax's output)")
         elif func in _LOGIT_LOSSES and x.requires_grad:
             self._sigmoid(site, func, x)
@@ -154,6 +158,25 @@ class LossInputs:
         self.report("probabilities as logits", site,
                     f"{func.__name__} received {tuple(x.shape)} inputs with {seen}, min {lo:.3g}, max "
                     f"{hi:.3g}: it applies the softmax/sigmoid itself, so it is applied twice")
+
+    def _log_probabilities(self, site, x) -> None:
+        """nll_loss takes -x[target]: its rows must be log-probabilities (logsumexp 0 over the
+        classes). Probabilities make the loss -p, in [-1, 0]; raw logits make it unbounded below."""
+        if not x.is_floating_point() or x.dim() < 2 or x.shape[1] < 2:
+            return
+        if probability_rows(x):
+            seen, loss = "rows in [0, 1] that sum to 1 (a softmax's output)", "-p[target], in [-1, 0]"
+        else:
+            lse = torch.logsumexp(x.detach().float(), dim=1).flatten()
+            off = lse.abs() > LOG_PROBABILITY_TOLERANCE
+            if float(off.float().mean()) < 0.9:
+                return
+            seen = (f"rows whose logsumexp over the classes is not 0 ({int(off.sum())} of {lse.numel()} "
+                    f"rows, from {float(lse.min()):.3g} to {float(lse.max()):.3g})")
+            loss = "-logit[target], with no lower bound"
+        self.report("not log-probabilities", site,
+                    f"nll_loss received {tuple(x.shape)} inputs with {seen}: it expects log-probabilities "
+                    f"(log_softmax's output) and takes -x[target], so the loss is {loss}")
 
     def _sigmoid(self, site, func, x) -> None:
         """Logits can all fall in [0, 1] in one batch by chance (a GAN's discriminator): a sigmoid's

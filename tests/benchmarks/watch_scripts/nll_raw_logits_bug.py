@@ -1,0 +1,40 @@
+"""Sensor-fault classification with F.nll_loss on the network's raw output: the model has no
+log_softmax, so nll_loss takes -logit[target], which has no lower bound. The loss goes negative
+and keeps falling as the correct logit grows without limit; the other classes' logits are not
+pushed down at all. Written from the blog report 'The problem that Loss is negative in the process
+of Pytorch training' (codestudyblog.com, 2020: F.nll_loss(output, target) on a model without
+log_softmax) and the NLLLoss notes of pandeykartikey/Hierarchical-Attention-Network#3.
+
+expect: not log-probabilities
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+torch.manual_seed(8)
+
+n, channels, steps, faults = 3000, 6, 50, 4
+signals = torch.randn(n, channels, steps)
+kind = torch.randint(0, faults, (n,))
+for f in range(1, faults):  # each fault adds a drift on its own channel
+    signals[kind == f, f] += torch.linspace(0, 2, steps)
+
+model = nn.Sequential(
+    nn.Conv1d(channels, 32, 5, padding=2), nn.ReLU(), nn.AdaptiveAvgPool1d(1), nn.Flatten(),
+    nn.Linear(32, faults),
+).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+for epoch in range(5):
+    perm = torch.randperm(n)
+    for i in range(0, n, 64):
+        idx = perm[i:i + 64]
+        x, y = signals[idx].to(device), kind[idx].to(device)
+        output = model(x)
+        loss = F.nll_loss(output, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"epoch {epoch}: loss {loss.item():.4f}")
