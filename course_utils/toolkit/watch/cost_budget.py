@@ -1,8 +1,6 @@
 """The cost budget of ``course watch``, per run: the watcher measures its own time as it goes (the
 deep windows whole, the hooks' time outside them) and keeps it under a share of the run's time so
-far, plus a small allowance for the start. On a slow machine the allowance grows, up to
-``FLOOR_CAP``, to room for three windows like the first complete one, so a short run still gets the
-first steps' windows a fast machine gives it (the memory-growth check needs two after the first).
+far, plus a small allowance for the start.
 
 A deep window opens only when the budget has room for one like the last complete ones; a window
 that outgrows what is left is cut at the next safe point (a module call, the end of an LBFGS
@@ -37,7 +35,6 @@ SHARE = 0.05
 CHECKS = 0.01  # of it windows leave to the check steps
 FLOOR = 0.3  # seconds the watcher may use before the run's share covers it (the first windows)
 CHECKS_FLOOR = 0.1  # seconds more that only the check steps may use
-FLOOR_CAP = 0.6  # the start allowance grows to three first windows, up to this (a slow machine)
 MIN_WINDOW = 0.002  # a new window needs at least this much room
 
 
@@ -87,8 +84,6 @@ class Budget:
         many passes: the next spans one)."""
         self.spent += seconds
         if window and complete:
-            if not self.windows:  # a slow machine's first window: room for two more like it
-                self.floor = max(self.floor, min(FLOOR_CAP, 3 * seconds))
             self.windows.append(seconds)
             self.need = 0.0
             self.cuts_in_row = 0
