@@ -87,3 +87,22 @@ def test_a_convolution_layer_killed_by_raw_pixel_values_is_named():
     assert "dead units" in alarms(found) and "(Conv2d)" in found["dead units"].what, found
     assert "rows x positions" in found["dead units"].what
     assert "dead units" not in watched(lambda s: train(s, scale=1 / 255), 8)
+
+
+def test_channels_a_norm_layer_switched_off_are_quiet():
+    """BatchNorm before the ReLU with most channels' scale at 0 and shift below it (as weight decay
+    leaves them, and channel pruning relies on): dead, but not the dying-ReLU bug."""
+    def train(steps):
+        model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                              nn.Flatten(), nn.Linear(16 * 64, 2))
+        with torch.no_grad():
+            model[1].weight[2:] = 0.0
+            model[1].bias[2:] = -1.0
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for _ in range(steps):
+            x = torch.randn(32, 3, 8, 8)
+            loss = F.cross_entropy(model(x), (x[:, 0, 0, 0] > 0).long())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert "dead units" not in watched(train, 6)

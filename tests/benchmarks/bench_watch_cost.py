@@ -5,7 +5,9 @@ data of the same shape, see its MANIFEST.md) runs plain and under ``course watch
 wall time and their ratio. ``--side-by-side`` runs each pair at once instead, each process pinned
 to its own core and the cores swapped each repeat: on a shared box whose speed drifts by more than
 the budget over minutes, a slow phase then falls on both runs of a pair (scripts that start
-processes of their own, like ``mnist_hogwild``, get one core each).
+processes of their own, like ``mnist_hogwild``, get one core each). The two cores of a shared box
+can differ by more than the budget too: give ``--side-by-side`` an even ``--repeats``, so each side
+runs as often on each core.
 
     python tests/benchmarks/bench_watch_cost.py [--only NAME ...] [--repeats 3] [--json PATH]
         [--path DIR] [--side-by-side] [--publish]
@@ -221,12 +223,14 @@ def main() -> int:
     p.add_argument("--side-by-side", action="store_true",
                    help="run plain and watched at once, each on its own core (cores swap each repeat)")
     p.add_argument("--results", nargs="*", default=[],
-                   help="no runs: the results of earlier --json files (runs split in parts)")
+                   help="no runs: the results of earlier --json files (runs split in parts; where two "
+                        "hold a case, the later file's)")
     p.add_argument("--publish", action="store_true",
                    help="write the rows to docs/figures/watch_cost.json and the table in docs/watch.md")
     a = p.parse_args()
     earlier = [json.loads(Path(f).read_text()) for f in a.results]
-    results = [r for doc in earlier for r in doc["results"]]
+    latest = {r["name"]: r for doc in earlier for r in doc["results"]}  # a later file's case wins
+    results = [latest[c[0]] for c in CASES if c[0] in latest]
     for case in [] if a.results else CASES:
         if a.only and not any(case[0] == o or case[0].startswith(o + " ") for o in a.only):
             continue

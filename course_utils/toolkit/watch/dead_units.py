@@ -4,12 +4,12 @@ so nothing moves it out again: a learning rate too large for the inputs (raw 0-2
 initialisation that puts every pre-activation below 0 (all-positive weights on all-negative
 features, a ReLU head whose bias starts negative) leave the layer dead for the rest of the run.
 
-Seen in deep windows: each ``relu`` whose input a layer with parameters made (a linear or
-convolution layer, a norm), on a batch of 2-D (rows, units) or 4-D (rows, channels, height, width)
-outputs, is reduced to one flag per unit (positive anywhere); the flags of a window are read at
-its close in one transfer. A layer is named once ``DEAD`` of its units were dead in ``WINDOWS``
-complete windows of different steps. A ReLU on a hand-written margin or hinge (its input is a
-difference, not a layer's output) is not a layer's activation and is left alone.
+Seen in deep windows: each ``relu`` whose input a linear or convolution layer made (not a norm
+layer: a channel whose scale decayed to 0 under it is dead but harmless), on a batch of 2-D (rows,
+units) or 4-D (rows, channels, height, width) outputs, is reduced to one flag per unit (positive
+anywhere); the flags of a window are read at its close in one transfer. A layer is named once
+``DEAD`` of its units were dead in ``WINDOWS`` complete windows of different steps. A ReLU on a
+hand-written margin or hinge (its input is a difference, not a layer's output) is left alone.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ DEAD = 0.9  # of a layer's units that output 0 for every value of a sampled step
 WINDOWS = 2  # complete windows, of different steps, in which the layer was that dead
 MIN_VALUES = 32  # values per unit in a step (rows x positions): fewer say little about a unit
 _RELUS = {F.relu, torch.relu, torch.relu_, torch.Tensor.relu, torch.Tensor.relu_}
-_LAYERS = {  # the autograd nodes of ops that layers with parameters end in
-    "AddmmBackward0", "MmBackward0", "ConvolutionBackward0", "MkldnnConvolutionBackward0",
-    "NativeBatchNormBackward0", "CudnnBatchNormBackward0", "NativeGroupNormBackward0",
-}
+# the autograd nodes that linear and convolution layers end in; not a norm's: a channel whose scale
+# decayed to 0 under a norm is dead but harmless (channel pruning relies on it)
+_LAYERS = {"AddmmBackward0", "MmBackward0", "ConvolutionBackward0", "MkldnnConvolutionBackward0"}
 
 
 class DeadUnits:
@@ -121,9 +120,10 @@ def _layer_param(out: torch.Tensor) -> torch.Tensor | None:
     producer = node.next_functions[0][0]
     if producer is None or producer.name() not in _LAYERS:
         return None
-    for child, _ in producer.next_functions:  # the bias, the weight (or its transpose's input)
-        for leaf in (child, *(c for c, _ in (child.next_functions if child is not None else ()))):
-            variable = getattr(leaf, "variable", None)
-            if isinstance(variable, torch.Tensor):
-                return variable
+    children = [c for c, _ in producer.next_functions if c is not None]
+    # its own parameters (conv weight, linear bias), then one node further (a linear weight's transpose)
+    for leaf in (*children, *(g for c in children for g, _ in c.next_functions if g is not None)):
+        variable = getattr(leaf, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            return variable
     return None
