@@ -97,7 +97,8 @@ class DeadUnits:
         after = f"; dead as well: the ReLUs after {', '.join(layers)}" if layers else ""
         self.watcher.log.add(Finding(
             "dead units",
-            f"{dead} of the {units} units of the ReLU after {self._layer(found[0][0])} output 0 for "
+            f"{_units(dead, units)} of the ReLU after {self._layer(found[0][0])} "
+            f"{'outputs' if units == 1 else 'output'} 0 for "
             f"every one of the {of} of a batch, in each of {len(steps)} "
             f"sampled steps (steps {', '.join(map(str, steps))}){after}",
             self.watcher.models.site_of(found[0][0]),
@@ -110,6 +111,11 @@ class DeadUnits:
         info = models.param_info.get(param)
         kind = f" ({type(info[1]).__name__})" if info else ""
         return f"`{models.name(param, 'a layer').rsplit('.', 1)[0]}`{kind}"
+
+
+def _units(dead: int, units: int) -> str:
+    """Who outputs 0: the only unit, or how many of the layer's units."""
+    return "the only unit" if units == 1 else f"{dead} of the {units} units"
 
 
 def _layer_param(out: torch.Tensor) -> torch.Tensor | None:
