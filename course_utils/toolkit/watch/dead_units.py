@@ -22,7 +22,7 @@ from course_utils.toolkit.watch.findings import Finding
 DEAD = 0.9  # of a layer's units that output 0 for every value of a sampled step
 WINDOWS = 2  # complete windows, of different steps, in which the layer was that dead
 MIN_VALUES = 32  # values per unit in a step (rows x positions): fewer say little about a unit
-_RELUS = {F.relu, torch.relu, torch.relu_, torch.Tensor.relu, torch.Tensor.relu_}
+RELUS = {F.relu, torch.relu, torch.relu_, torch.Tensor.relu, torch.Tensor.relu_}
 # the autograd nodes that linear and convolution layers end in; not a norm's: a channel whose scale
 # decayed to 0 under a norm is dead but harmless (channel pruning relies on it)
 _LAYERS = {"AddmmBackward0", "MmBackward0", "ConvolutionBackward0", "MkldnnConvolutionBackward0"}
@@ -41,7 +41,7 @@ class DeadUnits:
 
     def after(self, func, outs: list) -> None:
         """After a call in a window, with gradients on: a layer's ReLU output, reduced per unit."""
-        if func not in _RELUS or not outs or self.off:
+        if func not in RELUS or not outs or self.off:
             return
         try:
             self._count(outs[0])

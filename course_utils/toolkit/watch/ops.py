@@ -23,7 +23,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from course_utils.toolkit.syncs.finder import function_kind, tensors_in
 from course_utils.toolkit.watch.broadcast import Broadcasts
-from course_utils.toolkit.watch.dead_units import DeadUnits
+from course_utils.toolkit.watch.dead_units import RELUS, DeadUnits
 from course_utils.toolkit.watch.deep import fingerprint, in_model_forward
 from course_utils.toolkit.watch.findings import (
     call_as_user,
@@ -296,7 +296,8 @@ class OpWatch(Window):
         self.broadcasts.after(func, args, inputs, outs, site)
         self.losses.guarded(self.losses.after, func, args, inputs, outs)
         if training:
-            self._own(self.dead_units.after, func, outs)
+            if func in RELUS:  # the only calls it reads: no wrapper on every other op of a window
+                self._own(self.dead_units.after, func, outs)
             for t in outs:
                 if t.grad_fn is not None:
                     self.nan.node_site[id(t.grad_fn)] = (t.grad_fn, site)
