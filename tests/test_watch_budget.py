@@ -351,3 +351,61 @@ def test_a_cut_window_of_a_step_with_many_forwards_waits_for_room_for_twice_what
             (-torch.stack(logps).sum()).backward()
             opt.step()
     assert len(cuts) == 1 and cuts[0][1] == pytest.approx(2 * cuts[0][0]), cuts
+
+
+def test_a_window_needs_room_for_the_last_plain_steps_length_at_the_windows_cost_per_second():
+    budget = Budget(share=0.05, floor=0.3, clock=lambda: 0.0)
+    budget.rate(0.02, 0.01)  # a window twice as long as the plain step before it
+    budget.rate(0.03, 0.01)
+    budget.rate(0.02, 0.01)
+    assert budget.may_open(0.1)  # room 0.3 for an expected 0.2
+    assert not budget.may_open(0.2)  # an episode twice as long: 0.4 expected
+    assert budget.may_open()  # no step known: the recent complete windows alone
+
+
+def test_a_rollout_whose_episodes_grow_opens_no_window_it_cannot_finish():
+    """Episodes of ten actions, then of three hundred (a policy that learned to balance): a window
+    sized on the short ones would be cut halfway and its cost wasted. The window over a step is
+    sized on the last plain steps' length, so none opens that the budget cannot finish."""
+    clock = Ticks(per_read=0.0002)  # the watcher's reads; the script's own time is added below
+    policy = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2))
+    opt = torch.optim.SGD(policy.parameters(), lr=0.01)
+    budget = Budget(share=0.05, floor=0.05, clock=clock)
+    windows, charge = [], budget.charge
+
+    def spy(seconds, window=False, complete=False, passes=1):
+        charge(seconds, window=window, complete=complete, passes=passes)
+        if window:
+            windows.append(complete)
+
+    budget.charge = spy
+    torch.manual_seed(0)
+    with watch(verbose=False, cost=budget):
+        for actions in [10] * 20 + [300] * 20:
+            logps = []
+            for _ in range(actions):
+                clock.now += 0.001  # the script's own time per action
+                logps.append(policy(torch.randn(1, 4)).log_softmax(-1)[0, 0])
+            opt.zero_grad()
+            (-torch.stack(logps).sum()).backward()
+            opt.step()
+    assert len(windows) >= 2 and all(windows), windows
+
+
+def test_remembering_the_device_side_storages_of_a_long_step_stays_linear(monkeypatch):
+    """A step that keeps thousands of tensors alive (a rollout's graph, a long sequence): the map of
+    device-side storages is pruned of dead ones at twice what outlived the last pruning, so marking
+    n live tensors checks O(n) references, not O(n) at every mark past the limit."""
+    from course_utils.toolkit.watch import ops as ops_module
+
+    checks = []
+    original = ops_module.StorageWeakRef.expired
+    monkeypatch.setattr(ops_module.StorageWeakRef, "expired", lambda ref: checks.append(1) or original(ref))
+    monkeypatch.setattr(ops_module, "PRUNE_AT", 64)
+    with watch(verbose=False) as w:
+        opwatch = ops_module.OpWatch(w)
+    alive = [torch.zeros(1) for _ in range(2000)]
+    for t in alive:
+        opwatch.mark([t])
+    assert len(opwatch._storages) == 2000
+    assert len(checks) < 4 * len(alive), len(checks)

@@ -58,6 +58,35 @@ def test_host_syncs_every_step_are_named_at_their_line():
     assert not alarms(watched(host_loop(), 6))
 
 
+def rollout(reads_per_action: int, supervised: bool = False):
+    """A policy run once per action, trained after the episode (REINFORCE); or (``supervised``) one
+    forward per step, each reading an accuracy."""
+    def train(steps):
+        policy = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+        opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+        for _ in range(steps):
+            log_probs = []
+            for _ in range(1 if supervised else 20):
+                dist = torch.distributions.Categorical(logits=policy(torch.randn(1, 4)))
+                action = dist.sample()
+                log_probs.append(dist.log_prob(action))
+                for _ in range(reads_per_action):
+                    action.item()  # the action the environment needs
+            opt.zero_grad()
+            torch.cat(log_probs).sum().neg().backward()
+            opt.step()
+
+    return train
+
+
+def test_a_rollout_reading_its_action_once_per_forward_is_quiet_and_more_reads_are_named():
+    assert not watched(rollout(1), 6)  # not even a note: the environment needs the action
+    found = watched(rollout(3), 6)
+    assert "host sync" in alarms(found)
+    assert found["host sync"].where.line == line_of("the action the environment needs")
+    assert "note" in watched(rollout(1, supervised=True), 6)  # one forward per backward: logging
+
+
 def test_a_mask_built_on_the_host_every_step_is_a_copy_per_step():
     found = watched(host_loop(host_mask=True), 6)
     assert "host copy" in alarms(found) and "torch.ones" in found["host copy"].what

@@ -2,8 +2,10 @@
 deep windows whole, the hooks' time outside them) and keeps it under a share of the run's time so
 far, plus a small allowance for the start.
 
-A deep window opens only when the budget has room for one like the last complete ones; a window
-that outgrows what is left is cut at the next safe point (a module call, the end of an LBFGS
+A deep window opens only when the budget has room for one like the last complete ones, and for
+one over a step as long as the last plain one, at the recent windows' cost per second of plain step
+(a rollout's episodes grow from ten actions to hundreds; a window sized on the early ones is cut); a
+window that outgrows what is left is cut at the next safe point (a module call, the end of an LBFGS
 closure, a step boundary) and its partial counts are dropped. After a cut the next window waits
 for room for twice the cut one, four times after two cuts in a row, and so on: a rollout's
 whole-episode window that keeps outgrowing the budget is tried a few times in a run, not every time
@@ -49,6 +51,7 @@ class Budget:
         self.start = clock()
         self.spent = 0.0
         self.windows: deque = deque(maxlen=9)  # costs of recent complete windows
+        self.per_step: deque = deque(maxlen=9)  # recent windows' cost per second of plain step
         self.need = 0.0  # after a cut: room for 2 ** (cuts in a row) times the cut window
         self.cuts = 0
         self.cuts_in_row = 0
@@ -72,10 +75,20 @@ class Budget:
         (the allowance grows while it runs)."""
         return now + self.left(now, windows=True) / (1.0 - min(self.share - self.checks, 0.5))
 
-    def may_open(self) -> bool:
-        """Room for a window like the recent complete ones."""
-        expected = sorted(self.windows)[len(self.windows) // 2] if self.windows else 0.0
+    def may_open(self, step: float = 0.0) -> bool:
+        """Room for a window like the recent complete ones, and for one over a step as long as the
+        last plain one (``step`` seconds), at the recent windows' cost per second of plain step."""
+        expected = _median(self.windows)
+        if step > 0 and self.per_step:
+            expected = max(expected, step * _median(self.per_step))
         return self.left(windows=True) >= max(MIN_WINDOW, expected, self.need)
+
+    def rate(self, seconds: float, step: float) -> None:
+        """Count a complete window of one step by its cost per second of the plain step before it:
+        a rollout's episode can be ten times as long as the last one, and a window sized on the
+        last ones would be cut."""
+        if step > 0:
+            self.per_step.append(seconds / step)
 
     def charge(self, seconds: float, window: bool = False, complete: bool = False, passes: int = 1) -> None:
         """Count ``seconds`` of the watcher's time; a cut window asks room for twice its cost per
@@ -91,3 +104,7 @@ class Budget:
             self.cuts += 1
             self.cuts_in_row += 1
             self.need = 2 ** min(self.cuts_in_row, 30) * seconds / max(1, passes)
+
+
+def _median(values) -> float:
+    return sorted(values)[len(values) // 2] if values else 0.0

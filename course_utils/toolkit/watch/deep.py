@@ -9,7 +9,8 @@ builds on the host and moves is the batch itself in most scripts (targets, label
 note.
 
 One or two reads per pass (``loss.item()``, an accuracy, lengths for packing, for logging) are a
-note: the usual cost of logging. Three or more per pass is the hot-loop problem; a pass is a forward
+note: the usual cost of logging; one per forward of a rollout (an action the environment needs on
+the host) is not even that. Three or more per pass is the hot-loop problem; a pass is a forward
 or a backward (gradient accumulation reads once per micro-batch, a policy rollout once per action).
 Survivors count when they carry autograd history (the graph of every step stays alive) or reach
 1 MiB per step.
@@ -18,6 +19,7 @@ Survivors count when they carry autograd history (the graph of every step stays 
 from __future__ import annotations
 
 import gc
+from collections import Counter
 
 import torch
 from torch import nn
@@ -150,7 +152,8 @@ class DeepJudge:
         of loss values (a one-element value whose autograd node is at or near a backward's root,
         ``losses``: the loss, the terms it was summed from) count as one wait per pass however many
         there are (the first drains the queue, the terms are computed by then), and alone they are
-        logging, not a finding;
+        logging, not a finding; nor is one read per forward of a rollout (more forwards than
+        backwards: the action an environment needs on the host);
         three waits or more per pass is a host sync, one or two a note."""
         w = self.watcher
         backwards, forwards = (now - then for now, then in zip(_passes(w), self.passes_at_open, strict=True))
@@ -158,17 +161,22 @@ class DeepJudge:
         syncs = [(site, kind, node is not None and id(node) in losses) for site, kind, node in syncs]
         reads = sum(1 for *_, loss in syncs if loss)
         self.sync_totals.append((len(syncs) - reads + min(reads, passes)) / passes)
+        per_site = Counter(site for site, *_ in syncs)
+        rollout = forwards > max(1, backwards)
         for site, kind, loss in syncs:
-            entry = self.sync_sites.setdefault(site, {"windows": set(), "kinds": set(), "loss": True})
+            entry = self.sync_sites.setdefault(
+                site, {"windows": set(), "kinds": set(), "loss": True, "action": True}
+            )
             entry["windows"].add(window)
             entry["kinds"].add(kind)
             entry["loss"] = entry["loss"] and loss
+            entry["action"] = entry["action"] and rollout and per_site[site] <= forwards
         per_step = sorted(self.sync_totals)[len(self.sync_totals) // 2]
         many = per_step >= 3
         for site, entry in self.sync_sites.items():
             if len(entry["windows"]) < 2 or 2 * len(entry["windows"]) < self.closed:
                 continue
-            if entry["loss"] and not many:
+            if (entry["loss"] or entry["action"]) and not many:
                 continue
             kinds = ", ".join(sorted(entry["kinds"]))
             self.watcher.log.add(

@@ -59,6 +59,7 @@ _COPIES = {torch.Tensor.to, torch.Tensor.cuda} | (
 )
 _CUTS = {torch.Tensor.detach, torch.Tensor.detach_}
 SETUP_CALLS = 2048  # torch calls of the set-up (before any model's forward) watched op by op
+PRUNE_AT = 8192  # device-side storages remembered before the dead ones are pruned
 _UNINITIALIZED = {
     getattr(torch.ops.aten, n)
     for n in ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_", "set_")
@@ -101,6 +102,7 @@ class OpWatch(Window):
         self.window = 0
         self.device_type = "cpu"
         self._storages: dict[int, StorageWeakRef] = {}
+        self._prune_at = PRUNE_AT  # pruned of dead storages when it grows past this
         self.host: WeakIdKeyDictionary = WeakIdKeyDictionary()  # tensor -> (site, how made, window)
         self._numpy: dict[int, int] = {}  # data pointer of numpy-backed memory -> window first seen
         self.broadcasts = Broadcasts(watcher)
@@ -153,8 +155,9 @@ class OpWatch(Window):
                 except (RuntimeError, NotImplementedError):
                     continue
                 self._storages[storage._cdata] = StorageWeakRef(storage)
-        if len(self._storages) > 8192:
+        if len(self._storages) > self._prune_at:  # at twice what outlived the last pruning: linear
             self._storages = {k: r for k, r in self._storages.items() if not r.expired()}
+            self._prune_at = max(PRUNE_AT, 2 * len(self._storages))
 
     def _host_origin(self, t):
         """(site, how, window, model side) for a tensor the user's code built on the host, else None;

@@ -86,7 +86,11 @@ class Schedule:
                 self._extra.append(now - self._window_start)
         elif self._last_post:
             self._plain.append(now - self._last_post)
-        self._last_post = time.perf_counter()
+            self._plain_cpu.append(self.cost.clock() - self._last_post_cpu)
+            for cost in self._unrated:  # windows before any plain step: sized on the first one
+                self.cost.rate(cost, self._plain_cpu[-1])
+            self._unrated = []
+        self._last_post, self._last_post_cpu = time.perf_counter(), self.cost.clock()
         if self.deep.allocs:
             self.deep.judge(self.step)
         upcoming = self.step + 1
@@ -94,7 +98,7 @@ class Schedule:
             deep = upcoming % self.deep_every == 0 or upcoming <= 3 or self._armed
         else:
             deep = upcoming <= 3 or upcoming >= self._next_deep or self._armed
-            deep = deep and self.cost.may_open()
+            deep = deep and self.cost.may_open(self._recent_plain())
         if deep and not self.ops.compiled:
             self._armed = False
             self._open_window()
@@ -114,6 +118,7 @@ class Schedule:
         loss = self.loss_ref() if self.loss_ref is not None else None  # still the script's: may be read
         self.ops.loss_nodes = loss_nodes(loss.grad_fn) if loss is not None else []
         self._window_clock = now = self.cost.clock()
+        self._window_plain = self._recent_plain()  # to size the next windows by
         # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
         self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf
         self.ops.cut = False
@@ -128,9 +133,7 @@ class Schedule:
             return False
         # The next window spans one step: one like this one, had it ended, needs more room than it
         # used (a rollout of hundreds of forwards per step); the set-up window's per pass.
-        passes = 1 if self._window_one_step else max(
-            now - then for now, then in zip((self.backwards, self.models.top_forwards),
-                                            self.deep.passes_at_open, strict=True))
+        passes = 1 if self._window_one_step else self._passes_since(self.deep.passes_at_open)
         self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
@@ -145,9 +148,14 @@ class Schedule:
             return
         if not self.ops.open or not self.ops.stop():
             return
-        self.cost.charge(self.cost.clock() - self._window_clock, window=True, complete=True)
         self._discover(False)
         self.deep.close(self.ops, self.step)
+        cost = self.cost.clock() - self._window_clock  # the fold of its counts included
+        self.cost.charge(cost, window=True, complete=True)
+        if self._window_one_step and self._window_plain:
+            self.cost.rate(cost, self._window_plain)
+        elif self._window_one_step:
+            self._unrated.append(cost)
         self._flush_nan()
         if self._plain and self._extra:
             plain = sorted(self._plain)[len(self._plain) // 2]
@@ -155,3 +163,13 @@ class Schedule:
             self._next_deep = self.step + 1 + min(500, max(8, math.ceil(extra / (self.budget * plain))))
         else:
             self._next_deep = self.step + 8
+
+    def _recent_plain(self) -> float:
+        """The budget clock's seconds of a plain step now: the median of the last three (a step
+        that also evaluated or saved a checkpoint is one of them)."""
+        recent = sorted(self._plain_cpu)
+        return recent[len(recent) // 2] if recent else 0.0
+
+    def _passes_since(self, mark: tuple[int, int]) -> int:
+        """Forward/backward passes since ``mark`` (backwards, top-level forwards): the larger count."""
+        return max(self.backwards - mark[0], self.models.top_forwards - mark[1])

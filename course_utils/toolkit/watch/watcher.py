@@ -137,6 +137,10 @@ class Watcher(Verdicts, Schedule):
         self._plain: deque = deque(maxlen=50)  # seconds of recent plain steps
         self._extra: list[float] = []
         self._last_post = 0.0
+        self._last_post_cpu = 0.0
+        self._plain_cpu: deque = deque(maxlen=3)  # budget clock seconds of the last plain steps
+        self._window_plain = 0.0  # that, when the open window opened
+        self._unrated: list[float] = []  # complete windows' costs before any plain step
         self._last_gnorm = 0.0
         self.started = time.perf_counter()
 
