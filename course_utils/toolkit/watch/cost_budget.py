@@ -84,9 +84,9 @@ class Budget:
         return self.left(windows=True) >= max(MIN_WINDOW, expected, self.need)
 
     def rate(self, seconds: float, step: float) -> None:
-        """Count a complete window of one step by its cost per second of the plain step before it:
-        a rollout's episode can be ten times as long as the last one, and a window sized on the
-        last ones would be cut."""
+        """Count a window of one step by its cost per second of the plain step before it (a cut
+        one's is a lower bound): a rollout's episode can be ten times as long as the last one, and
+        a window sized on the last ones would be cut."""
         if step > 0:
             self.per_step.append(seconds / step)
 

@@ -134,7 +134,9 @@ class Schedule:
         # The next window spans one step: one like this one, had it ended, needs more room than it
         # used (a rollout of hundreds of forwards per step); the set-up window's per pass.
         passes = 1 if self._window_one_step else self._passes_since(self.deep.passes_at_open)
-        self.cost.charge(self.cost.clock() - self._window_clock, window=True, passes=passes)
+        cost = self.cost.clock() - self._window_clock
+        self.cost.charge(cost, window=True, passes=passes)
+        self._rate(cost)  # a part of its step cost this much: the whole step costs more
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
         ops.syncs, ops.copies, ops.fallbacks, ops.allocs, ops.cut = [], [], [], [], False
         ops.dead_units.drop()
@@ -152,10 +154,7 @@ class Schedule:
         self.deep.close(self.ops, self.step)
         cost = self.cost.clock() - self._window_clock  # the fold of its counts included
         self.cost.charge(cost, window=True, complete=True)
-        if self._window_one_step and self._window_plain:
-            self.cost.rate(cost, self._window_plain)
-        elif self._window_one_step:
-            self._unrated.append(cost)
+        self._rate(cost)
         self._flush_nan()
         if self._plain and self._extra:
             plain = sorted(self._plain)[len(self._plain) // 2]
@@ -163,6 +162,14 @@ class Schedule:
             self._next_deep = self.step + 1 + min(500, max(8, math.ceil(extra / (self.budget * plain))))
         else:
             self._next_deep = self.step + 8
+
+    def _rate(self, cost: float) -> None:
+        """Size the next windows by this one's cost per second of plain step (a window of one
+        step only; one before any plain step waits for the first)."""
+        if self._window_one_step and self._window_plain:
+            self.cost.rate(cost, self._window_plain)
+        elif self._window_one_step:
+            self._unrated.append(cost)
 
     def _recent_plain(self) -> float:
         """The budget clock's seconds of a plain step now: the median of the last three (a step
