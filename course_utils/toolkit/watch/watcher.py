@@ -136,11 +136,9 @@ class Watcher(Verdicts, Schedule):
         self._window_one_step = False  # whether it was opened at a step boundary
         self._plain: deque = deque(maxlen=50)  # seconds of recent plain steps
         self._extra: list[float] = []
-        self._last_post = 0.0
-        self._last_post_cpu = 0.0
+        self._last_post = self._last_post_cpu = 0.0  # the last step boundary: wall, budget clock
         self._plain_cpu: deque = deque(maxlen=3)  # budget clock seconds of the last plain steps
-        self._window_plain = 0.0  # that, when the open window opened
-        self._unrated: list[float] = []  # complete windows' costs before any plain step
+        self._window_plain, self._unrated = 0.0, []  # that at the window's opening; costs to rate
         self._last_gnorm = 0.0
         self.started = time.perf_counter()
 
