@@ -3,7 +3,7 @@ deep windows whole, the hooks' time outside them) and keeps it under a share of 
 far, plus a small allowance for the start.
 
 A deep window opens only when the budget has room for one like the last complete ones, and for
-one over a step as long as the last plain one, at the recent windows' cost per second of plain step
+one over a step as long as the last plain ones, at the recent windows' cost per second of plain step
 (a rollout's episodes grow from ten actions to hundreds; a window sized on the early ones is cut); a
 window that outgrows what is left is cut at the next safe point (a module call, the end of an LBFGS
 closure, a step boundary) and its partial counts are dropped. After a cut the next window waits
@@ -77,10 +77,10 @@ class Budget:
 
     def may_open(self, step: float = 0.0) -> bool:
         """Room for a window like the recent complete ones, and for one over a step as long as the
-        last plain one (``step`` seconds), at the recent windows' cost per second of plain step."""
-        expected = _median(self.windows)
+        last plain ones (``step`` seconds), at the recent windows' cost per second of plain step."""
+        expected = median(self.windows)
         if step > 0 and self.per_step:
-            expected = max(expected, step * _median(self.per_step))
+            expected = max(expected, step * median(self.per_step))
         return self.left(windows=True) >= max(MIN_WINDOW, expected, self.need)
 
     def rate(self, seconds: float, step: float) -> None:
@@ -106,5 +106,6 @@ class Budget:
             self.need = 2 ** min(self.cuts_in_row, 30) * seconds / max(1, passes)
 
 
-def _median(values) -> float:
+def median(values) -> float:
+    """The upper median of ``values`` (0 for none)."""
     return sorted(values)[len(values) // 2] if values else 0.0

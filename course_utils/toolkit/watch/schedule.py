@@ -12,6 +12,7 @@ import weakref
 
 from torch.nn.modules import module as module_hooks
 
+from course_utils.toolkit.watch.cost_budget import median
 from course_utils.toolkit.watch.findings import user_site
 from course_utils.toolkit.watch.ops import loss_nodes
 
@@ -174,8 +175,7 @@ class Schedule:
     def _recent_plain(self) -> float:
         """The budget clock's seconds of a plain step now: the median of the last three (a step
         that also evaluated or saved a checkpoint is one of them)."""
-        recent = sorted(self._plain_cpu)
-        return recent[len(recent) // 2] if recent else 0.0
+        return median(self._plain_cpu)
 
     def _passes_since(self, mark: tuple[int, int]) -> int:
         """Forward/backward passes since ``mark`` (backwards, top-level forwards): the larger count."""
