@@ -285,7 +285,7 @@ def test_lesson_08s_round_takes_a_fix_refuses_a_degenerate_one_with_its_reason_a
         editor.fill(drill.fixed_code)
         run_fix.click()
         poll(page, lambda: "fix accepted" in verdict.inner_text(), "the declared fix got no verdict")
-        assert "Fixed in" in widget.inner_text()
+        poll(page, lambda: "Fixed in" in widget.inner_text(), "the accepted fix did not close the drill")
         widget.locator(f"button:has-text('{FINISH}')").click()
         summary = poll(page, lambda: "score:" in (t := widget.inner_text()) and t, "no summary")
         assert f"{drill.category} 1/1 (fixes 1/1)" in summary, summary

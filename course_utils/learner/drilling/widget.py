@@ -109,9 +109,9 @@ def build_widget(session):
             fix.judging.playing = False
             fix.waited.layout.visibility = "hidden"
             fix.run.disabled = False
+        if session.answered and not answered_before:  # the fix answered the drill: status first,
+            close_drill(session.results[-1], by_fix=True)  # so the verdict never shows without it
         fix.verdict.value = f"<pre>{html.escape(text)}</pre>"
-        if session.answered and not answered_before:  # the fix answered the drill
-            close_drill(session.results[-1], by_fix=True)
 
     def on_start(_):
         start.disabled = True
