@@ -366,22 +366,24 @@ def test_a_window_needs_room_for_the_last_plain_steps_length_at_the_windows_cost
 def test_a_rollout_whose_episodes_grow_opens_no_window_it_cannot_finish():
     """Episodes of ten actions, then of three hundred (a policy that learned to balance): a window
     sized on the short ones would be cut halfway and its cost wasted. The window over a step is
-    sized on the last plain steps' length, so none opens that the budget cannot finish."""
+    sized on the last plain steps' length, so once the long episodes are the last plain steps, none
+    opens that the budget cannot finish (the one over the first long episode cannot know)."""
     clock = Ticks(per_read=0.0002)  # the watcher's reads; the script's own time is added below
     policy = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 2))
     opt = torch.optim.SGD(policy.parameters(), lr=0.01)
-    budget = Budget(share=0.05, floor=0.05, clock=clock)
+    budget = Budget(share=0.05, floor=0.2, clock=clock)
     windows, charge = [], budget.charge
+    episodes = [10] * 20 + [300] * 40
 
     def spy(seconds, window=False, complete=False, passes=1):
         charge(seconds, window=window, complete=complete, passes=passes)
         if window:
-            windows.append(complete)
+            windows.append((w.step, complete))
 
     budget.charge = spy
     torch.manual_seed(0)
-    with watch(verbose=False, cost=budget):
-        for actions in [10] * 20 + [300] * 20:
+    with watch(verbose=False, cost=budget) as w:
+        for actions in episodes:
             logps = []
             for _ in range(actions):
                 clock.now += 0.001  # the script's own time per action
@@ -389,7 +391,38 @@ def test_a_rollout_whose_episodes_grow_opens_no_window_it_cannot_finish():
             opt.zero_grad()
             (-torch.stack(logps).sum()).backward()
             opt.step()
-    assert len(windows) >= 2 and all(windows), windows
+    sized_on_long = [complete for step, complete in windows if step > episodes.index(300) + 3]
+    assert sum(complete for _, complete in windows) >= 2 and all(sized_on_long), windows
+
+
+def test_a_window_is_charged_the_watchers_time_not_the_scripts_own_kernels():
+    """A step of large ops costs the script as much watched or not: a window over it is charged
+    only what the watcher adds, so a one-second kernel leaves a window of 0.3 s of room complete."""
+    clock = Ticks(per_read=0.0001)
+
+    @torch.library.custom_op("mpsd_budget_test::slow_kernel", mutates_args=())
+    def slow_kernel(x: torch.Tensor) -> torch.Tensor:
+        clock.now += 1.0  # the script's own kernel: a second of work
+        return x.clone()
+
+    slow_kernel.register_autograd(lambda ctx, grad: grad)
+    model = nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    budget = Budget(share=0.05, floor=0.3, clock=clock)
+    windows, charge = [], budget.charge
+
+    def spy(seconds, window=False, complete=False, passes=1):
+        charge(seconds, window=window, complete=complete, passes=passes)
+        if window:
+            windows.append((complete, seconds))
+
+    budget.charge = spy
+    with watch(verbose=False, cost=budget):
+        for _ in range(3):
+            opt.zero_grad()
+            slow_kernel(model(torch.randn(4, 8))).pow(2).mean().backward()
+            opt.step()
+    assert len(windows) == 3 and all(complete and seconds < 0.3 for complete, seconds in windows), windows
 
 
 def test_remembering_the_device_side_storages_of_a_long_step_stays_linear(monkeypatch):

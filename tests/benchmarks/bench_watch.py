@@ -2,6 +2,7 @@
 bugs: detection, false alarms, glue and overhead, side by side.
 
     build/bench-venv/bin/python tests/benchmarks/bench_watch.py [--jobs 2] [--only NAME ...] [--publish]
+        [--busy N]
 
 Not part of the test suite. The peers live in their own environment, torch pinned (README,
 "course watch"); without it only ``course watch`` runs. Every script in ``watch_scripts/`` has a bug
@@ -36,8 +37,9 @@ while that is unchanged; ``--fresh`` reruns everything. The jobs share the cores
 cores divided among the jobs as its threads (``OMP_NUM_THREADS``, part of the hash), as a script run
 alone has them all. Two jobs of two threads each on two cores spin waiting for each other: a script
 took up to twenty times its CPU time, and the watcher's budget, a share of that time, with it.
-``--publish`` keeps course watch's rows as each pair's latest result and writes the table of all
-batches in docs/watch.md (``watch_batches``).
+``--busy N`` runs N CPU hogs beside the scripts (bootstrap's, as in ``bootstrap.py test --busy``):
+detection on a busy box, never cached nor published. ``--publish`` keeps course watch's rows as each
+pair's latest result and writes the table of all batches in docs/watch.md (``watch_batches``).
 """
 
 from __future__ import annotations
@@ -309,10 +311,17 @@ def main() -> int:
     parser.add_argument("--no-overhead", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="rerun every script (no cached results)")
     parser.add_argument("--publish", action="store_true", help="record the rows, write docs/watch.md's table")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="run N CPU hogs beside the scripts (a busy box; every script reruns)")
     args = parser.parse_args()
+    if args.busy and args.publish:
+        parser.error("--busy measures a busy box: its rows are not published")
     tools = [t for t in args.tools if t == "watch" or _installed(t)]
     cases = scripts(args.only)
-    table = verdicts(tools, cases, args.jobs, args.timeout, args.fresh)
+    from course_utils.bootstrap import cpu_hogs
+
+    with cpu_hogs(args.busy):
+        table = verdicts(tools, cases, args.jobs, args.timeout, args.fresh or args.busy > 0)
     print(f"{'script':<26}" + "".join(f"{t:<22}" for t in tools))
     for i, (name, _) in enumerate(cases):
         cells = [f"{table[t][i]['verdict']}{' +FA' if table[t][i]['false_alarm'] else ''}" for t in tools]

@@ -1,6 +1,7 @@
 """The cost budget of ``course watch``, per run: the watcher measures its own time as it goes (the
-deep windows whole, the hooks' time outside them) and keeps it under a share of the run's time so
-far, plus a small allowance for the start.
+deep windows less the script's own kernels they ran, which cost the script as much watched or not;
+the hooks' time outside them) and keeps it under a share of the run's time so far, plus a small
+allowance for the start.
 
 A deep window opens only when the budget has room for one like the last complete ones, and for
 one over a step as long as the last plain ones, at the recent windows' cost per second of plain step

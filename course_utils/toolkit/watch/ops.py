@@ -119,6 +119,7 @@ class OpWatch(Window):
         self._frame = None  # the user's frame of the torch call being handled
         self.cut = False  # the window outgrew the budget: calls pass through until a safe point
         self.deadline = math.inf  # the budget clock's reading at which the open window is cut
+        self.opened_at, self.own = 0.0, 0.0  # its clock at the start; the script's own kernels' time
         self._calls = 0
         self.parked = False  # the set-up's share of op-by-op watching is used: wait for a model
         self._leaving = False  # a profile hook waits to leave the modes (``leave_soon``)
@@ -197,7 +198,7 @@ class OpWatch(Window):
             return False
         if not self.watcher.models.roots and self._calls > SETUP_CALLS:
             self.parked = True
-        elif self.watcher.cost.clock() > self.deadline:
+        elif self.overdue():
             self.cut = True
         else:
             return False
@@ -310,10 +311,15 @@ class OpWatch(Window):
 
     # --- the dispatch mode --------------------------------------------------------------------------
     def on_dispatch(self, func, args: tuple, kwargs: dict):
-        if self.broken or self.paused or self.cut or self.parked or self.over_budget():
+        if self.broken or self.paused or self.parked:
             return func(*args, **kwargs)
+        if self.cut or self.over_budget():
+            return self._kernel(func, *args, **kwargs)
         frame = self._frame or user_frame(2)
-        out = call_as_user(func, args, kwargs, frame) if not self.watcher.in_step else func(*args, **kwargs)
+        if self.watcher.in_step:
+            out = self._kernel(func, *args, **kwargs)
+        else:
+            out = self._kernel(call_as_user, func, args, kwargs, frame)
         try:
             with torch._C.DisableTorchFunction():
                 self._after_dispatch(func, args, kwargs, out, frame)

@@ -118,7 +118,8 @@ class Schedule:
         self.ops.start()
         loss = self.loss_ref() if self.loss_ref is not None else None  # still the script's: may be read
         self.ops.loss_nodes = loss_nodes(loss.grad_fn) if loss is not None else []
-        self._window_clock = now = self.cost.clock()
+        self.ops.restart_clock()
+        now = self.ops.opened_at
         self._window_plain = self._recent_plain()  # to size the next windows by
         # the set-up (imports, data) is the script's own time: the budget counts from a model's forward
         self.ops.deadline = self.cost.deadline(now) if self.models.roots else math.inf
@@ -135,7 +136,7 @@ class Schedule:
         # The next window spans one step: one like this one, had it ended, needs more room than it
         # used (a rollout of hundreds of forwards per step); the set-up window's per pass.
         passes = 1 if self._window_one_step else self._passes_since(self.deep.passes_at_open)
-        cost = self.cost.clock() - self._window_clock
+        cost = self.ops.cost()
         self.cost.charge(cost, window=True, passes=passes)
         self._rate(cost)  # a part of its step cost this much: the whole step costs more
         self.deep.keep_allocs(ops.allocs, self._window_step)  # tensors seen made are facts, cut or not
@@ -153,7 +154,7 @@ class Schedule:
             return
         self._discover(False)
         self.deep.close(self.ops, self.step)
-        cost = self.cost.clock() - self._window_clock  # the fold of its counts included
+        cost = self.ops.cost()  # the fold of its counts included
         self.cost.charge(cost, window=True, complete=True)
         self._rate(cost)
         self._flush_nan()

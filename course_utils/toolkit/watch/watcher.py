@@ -59,7 +59,7 @@ def _guarded(method):
                 return None
             finally:
                 self.cost.spent += self.cost.clock() - start
-        if not self.ops.cut and self.cost.clock() > self.ops.deadline:
+        if not self.ops.cut and self.ops.overdue():
             self.ops.cut = True  # the window outgrew its budget
         if self.ops.cut and self._drop_window():  # a safe point to leave a window cut for its cost
             return wrapper(self, *args, **kwargs)
@@ -236,8 +236,8 @@ class Watcher(Verdicts, Schedule):
             self.ops.resume()
         self.ops.on_root(root)
         if self.ops.open and math.isinf(self.ops.deadline):
-            self._window_clock = now = self.cost.clock()
-            self.ops.deadline = self.cost.deadline(now)
+            self.ops.restart_clock()
+            self.ops.deadline = self.cost.deadline(self.ops.opened_at)
 
     @_guarded
     def _on_backward(self, tensors) -> None:

@@ -68,6 +68,28 @@ class Window:
         for mode in self.modes:
             mode.__enter__()
 
+    def restart_clock(self) -> None:
+        """The window's cost counts from now (opened, or its model found after the set-up)."""
+        self.opened_at, self.own = self.watcher.cost.clock(), 0.0
+
+    def cost(self) -> float:
+        """The watcher's time in this window so far: the budget clock less the script's own kernels
+        it ran (a step of large ops costs the script as much watched or not)."""
+        return self.watcher.cost.clock() - self.opened_at - self.own
+
+    def overdue(self) -> bool:
+        """Has the window's cost outgrown the room it had (its ``deadline``)?"""
+        return self.opened_at + self.cost() > self.deadline
+
+    def _kernel(self, call, *args, **kwargs):
+        """Run one of the script's own ops; its time is the script's, not the window's."""
+        clock = self.watcher.cost.clock
+        began = clock()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self.own += clock() - began
+
     def _on_top(self) -> bool:
         from torch.overrides import _get_current_function_mode
         from torch.utils._python_dispatch import _get_current_dispatch_mode
