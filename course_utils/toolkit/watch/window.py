@@ -78,8 +78,8 @@ class Window:
         return self.watcher.cost.clock() - self.opened_at - self.own
 
     def overdue(self) -> bool:
-        """Has the window's cost outgrown the room it had (its ``deadline``)?"""
-        return self.opened_at + self.cost() > self.deadline
+        """Has the window's cost outgrown the room it had (its ``deadline``, a clock reading)?"""
+        return self.watcher.cost.clock() - self.own > self.deadline
 
     def _kernel(self, call, *args, **kwargs):
         """Run one of the script's own ops; its time is the script's, not the window's."""
